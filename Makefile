@@ -1,0 +1,61 @@
+# One entry point for people and CI. `make serve` and `make test` set up
+# everything they need on a fresh machine (a .venv, the pinned CPU torch,
+# Debian's chromium for the browser tests) and are safe to re-run.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+# Tests and benchmarks use a fixed thread count so that numbers are comparable.
+export OMP_NUM_THREADS ?= 2
+
+.PHONY: setup browser catalogs site serve test lint format bench zoo clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+# Debian's chromium for the Playwright tests (never a browser download).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "browser tests need Debian's chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+
+catalogs: setup
+	$(PY) scripts/i18n.py compile
+
+site: setup catalogs
+	$(PY) -m mkdocs build --strict
+
+serve: site
+	@echo "Serving the built site on http://$(HOST):$(PORT)/ (Ctrl-C to stop)"
+	$(PY) -m http.server $(PORT) --bind $(HOST) --directory site
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: setup browser catalogs lint
+	$(VENV)/bin/glossary validate
+	$(VENV)/bin/glossary bench --check
+	$(PY) -m pytest -n 2 --dist loadgroup
+
+bench: setup
+	$(PY) scripts/run_benchmarks.py
+
+zoo: setup
+	$(PY) scripts/train_zoo.py
+
+clean:
+	rm -rf site artifacts .pytest_cache .ruff_cache
