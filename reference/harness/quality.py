@@ -1,0 +1,204 @@
+"""Sample-quality metrics on the digits: the Fréchet digits distance and friends.
+
+Fréchet digits distance (FDD) - an FID analog, **not** FID
+------------------------------------------------------------
+FID (Heusel et al. 2017, arXiv:1706.08500) fits a Gaussian to Inception-v3 features of real and
+of generated images and reports the Fréchet (2-Wasserstein) distance between the two Gaussians::
+
+    FD = ||mu_a - mu_b||^2 + tr(S_a) + tr(S_b) - 2 tr((S_a^{1/2} S_b S_a^{1/2})^{1/2})
+
+Inception features mean nothing on 16x16 digits, so the FDD uses the same formula on the 64-d
+penultimate features of the zoo's digits classifier (:class:`reference.zoo.nets.DigitsClassifier`)
+and takes the 300 held-out **test** digits as the real distribution. FDD numbers are therefore
+only comparable with other FDD numbers of this project, never with published FID values.
+
+Pitfalls
+--------
+* The Fréchet distance of finite samples is biased upwards, and the bias shrinks with the number
+  of samples N (Chong & Forsyth 2020, arXiv:1911.07023). Compare methods at the **same N**, and
+  read a number against :func:`fdd_floor` (real training digits vs the test digits at that N)
+  and :func:`fdd_ceiling` (clipped Gaussian noise at that N).
+* 64-d covariances from a few hundred samples are noisy: prefer N >= 200 for headline numbers.
+* The matrix square root is computed from a symmetric eigen-decomposition
+  (``S_a^{1/2} S_b S_a^{1/2}`` is symmetric PSD), which is exact up to rounding and never produces
+  the complex parts that ``scipy.linalg.sqrtm`` can.
+
+Production counterparts: ``torchmetrics.image.fid.FrechetInceptionDistance``, ``clean-fid``
+(Parmar et al. 2022, arXiv:2104.11222).
+
+Other metrics here: class accuracy of conditional samples (clean classifier), within-class
+diversity (mean pairwise feature distance), and per-sample deviation from a baseline trajectory
+started from the same noise (MSE and PSNR for images in [-1, 1], peak-to-peak 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+from .data import load_digits_tensors
+
+PEAK_TO_PEAK = 2.0
+"""Images live in [-1, 1]: the PSNR peak signal is 2."""
+PSNR_CAP_DB = 100.0
+"""PSNR of identical images is infinite; it is reported as this cap instead."""
+
+
+@lru_cache(maxsize=1)
+def _classifier() -> torch.nn.Module:
+    from reference.zoo import load_classifier
+
+    model = load_classifier()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
+
+
+@torch.no_grad()
+def classifier_features(x: torch.Tensor, batch: int = 500) -> torch.Tensor:
+    """The zoo classifier's penultimate features ``[N, 64]`` (float64) of images in [-1, 1]."""
+    model = _classifier()
+    feats = [model.features(chunk.float()) for chunk in x.split(batch)]
+    return torch.cat(feats).double()
+
+
+@torch.no_grad()
+def classifier_logits(x: torch.Tensor, batch: int = 500) -> torch.Tensor:
+    model = _classifier()
+    return torch.cat([model(chunk.float()) for chunk in x.split(batch)])
+
+
+@dataclass(frozen=True)
+class FeatureStats:
+    """Gaussian fit of features: mean ``mu`` [D], covariance ``sigma`` [D, D], sample count."""
+
+    mu: np.ndarray
+    sigma: np.ndarray
+    n: int
+
+
+def feature_stats(x: torch.Tensor) -> FeatureStats:
+    """Fit a Gaussian to the classifier features of images ``x`` ``[N, 1, 16, 16]``."""
+    if x.shape[0] < 2:
+        raise ValueError(f"feature_stats: need at least 2 images, got {x.shape[0]}")
+    f = classifier_features(x).numpy()
+    return FeatureStats(mu=f.mean(0), sigma=np.cov(f, rowvar=False), n=f.shape[0])
+
+
+def _sqrt_psd(a: np.ndarray) -> np.ndarray:
+    w, v = np.linalg.eigh((a + a.T) / 2)
+    return (v * np.sqrt(np.clip(w, 0, None))) @ v.T
+
+
+def frechet_distance(a: FeatureStats, b: FeatureStats) -> float:
+    """Fréchet distance between two Gaussian fits (see the module docstring for the formula)."""
+    root_a = _sqrt_psd(a.sigma)
+    middle = root_a @ b.sigma @ root_a
+    eig = np.linalg.eigvalsh((middle + middle.T) / 2)
+    tr_sqrt = float(np.sqrt(np.clip(eig, 0, None)).sum())
+    diff = a.mu - b.mu
+    value = float(diff @ diff + np.trace(a.sigma) + np.trace(b.sigma) - 2.0 * tr_sqrt)
+    return max(value, 0.0)  # rounding can make identical inputs give -1e-6
+
+
+@lru_cache(maxsize=1)
+def reference_stats() -> FeatureStats:
+    """Feature statistics of the 300 held-out test digits: the "real" side of the FDD."""
+    x, _ = load_digits_tensors("test")
+    return feature_stats(x)
+
+
+def frechet_digits_distance(samples: torch.Tensor, reference: FeatureStats | None = None) -> float:
+    """FDD of ``samples`` ``[N, 1, 16, 16]`` in [-1, 1] against the test digits (lower = better).
+
+    An FID analog on the zoo classifier's features; not comparable with FID. Biased by N:
+    compare at equal N and against :func:`fdd_floor` / :func:`fdd_ceiling` at that N.
+    """
+    return frechet_distance(feature_stats(samples), reference or reference_stats())
+
+
+@lru_cache(maxsize=16)
+def fdd_floor(n: int, seed: int = 0) -> float:
+    """FDD of ``n`` random real *training* digits vs the test digits: the best achievable at n."""
+    x, _ = load_digits_tensors("train")
+    if not 2 <= n <= len(x):
+        raise ValueError(f"fdd_floor: n must be in [2, {len(x)}], got {n}")
+    idx = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))[:n]
+    return frechet_digits_distance(x[idx])
+
+
+@lru_cache(maxsize=16)
+def fdd_ceiling(n: int, seed: int = 0) -> float:
+    """FDD of ``n`` Gaussian-noise images clipped to [-1, 1] vs the test digits: "no model"."""
+    noise = torch.randn((n, 1, 16, 16), generator=torch.Generator().manual_seed(seed))
+    return frechet_digits_distance(noise.clamp(-1.0, 1.0))
+
+
+def class_accuracy(samples: torch.Tensor, labels: torch.Tensor) -> float:
+    """Fraction of conditional ``samples`` that the clean classifier assigns to their ``labels``."""
+    pred = classifier_logits(samples).argmax(1)
+    return float((pred == labels.to(pred.device)).float().mean())
+
+
+def within_class_diversity(samples: torch.Tensor, labels: torch.Tensor | None = None) -> float:
+    """Mean pairwise Euclidean feature distance between samples of the same class.
+
+    Averaged over classes with at least two samples. ``labels=None`` groups by the classifier's
+    predicted class (for unconditional samples). Mode collapse drives it towards 0; compare with
+    the same statistic of real digits (:func:`real_diversity`).
+    """
+    feats = classifier_features(samples)
+    groups = labels if labels is not None else classifier_logits(samples).argmax(1)
+    per_class = []
+    for c in groups.unique():
+        f = feats[groups == c]
+        if len(f) < 2:
+            continue
+        d = torch.cdist(f, f)
+        per_class.append(float(d.sum() / (len(f) * (len(f) - 1))))
+    if not per_class:
+        raise ValueError("within_class_diversity: no class has two samples")
+    return float(np.mean(per_class))
+
+
+@lru_cache(maxsize=1)
+def real_diversity() -> float:
+    """:func:`within_class_diversity` of the test digits (with their true labels)."""
+    x, y = load_digits_tensors("test")
+    return within_class_diversity(x, y)
+
+
+def mse_per_sample(samples: torch.Tensor, baseline: torch.Tensor) -> torch.Tensor:
+    """Mean squared error per sample ``[N]`` between two batches of images."""
+    if samples.shape != baseline.shape:
+        raise ValueError(f"mse: shapes differ, {tuple(samples.shape)} vs {tuple(baseline.shape)}")
+    return (samples.float() - baseline.float()).pow(2).flatten(1).mean(1)
+
+
+def psnr_per_sample(samples: torch.Tensor, baseline: torch.Tensor) -> torch.Tensor:
+    """PSNR in dB per sample ``[N]``: ``10 log10(2^2 / MSE)``, capped at ``PSNR_CAP_DB``."""
+    mse = mse_per_sample(samples, baseline)
+    psnr = 10.0 * torch.log10(PEAK_TO_PEAK**2 / mse.clamp_min(1e-30))
+    return psnr.clamp(max=PSNR_CAP_DB)
+
+
+def trajectory_deviation(samples: torch.Tensor, baseline: torch.Tensor) -> dict[str, float]:
+    """``{"mse": mean MSE, "psnr_db": mean PSNR}`` vs a baseline from the same noise."""
+    return {
+        "mse": float(mse_per_sample(samples, baseline).mean()),
+        "psnr_db": float(psnr_per_sample(samples, baseline).mean()),
+    }
+
+
+def quality_report(samples: torch.Tensor, labels: torch.Tensor | None = None) -> dict[str, float]:
+    """FDD, within-class diversity and (given ``labels``) class accuracy of ``samples``."""
+    report = {
+        "fd_digits": frechet_digits_distance(samples),
+        "diversity": within_class_diversity(samples, labels),
+    }
+    if labels is not None:
+        report["accuracy"] = class_accuracy(samples, labels)
+    return report

@@ -1,0 +1,195 @@
+"""``python scripts/train_zoo.py``: train zoo models, write weights + manifest, draw sample grids.
+
+Examples::
+
+    python scripts/train_zoo.py                       # the whole zoo (dependencies first)
+    python scripts/train_zoo.py --only teacher,dit    # some models
+    python scripts/train_zoo.py --only vae --steps 5 --out /tmp/zoo --no-grid   # smoke test
+
+A run interrupted (Ctrl-C) resumes from the last checkpoint in the cache folder
+(``.zoo-cache/`` by default, ``OUT/.cache`` with ``--out``) when started again with the same
+arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .specs import SPECS, ZooSpec
+from .store import WEIGHTS_SUBDIR, ZOO_DIR, ZooError, save_weights, update_manifest
+from .training import TrainContext
+
+REPO_ROOT = ZOO_DIR.parents[1]
+DEFAULT_CACHE = REPO_ROOT / ".zoo-cache"
+DEFAULT_THREADS = 2
+GRID_MODELS = ("teacher", "dit", "latent_teacher")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="train_zoo.py", description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME[,NAME]",
+        help=f"models to train (default: all): {', '.join(SPECS)}",
+    )
+    p.add_argument("--steps", type=int, default=None, help="override every model's step count")
+    p.add_argument("--out", type=Path, default=None, help=f"zoo folder (default: {ZOO_DIR})")
+    p.add_argument("--cache", type=Path, default=None, help="checkpoint folder for resuming")
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, help="torch threads")
+    p.add_argument("--checkpoint-every", type=int, default=250, metavar="K")
+    p.add_argument("--no-grid", action="store_true", help="skip the sample grid PNGs")
+    p.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
+    p.add_argument("--list", action="store_true", help="list the registered models and exit")
+    return p
+
+
+def _selected(only: list[str]) -> list[str]:
+    names = [n.strip() for item in only for n in item.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SPECS]
+    if unknown:
+        raise ZooError(f"--only: unknown zoo model {unknown[0]!r}; known: {', '.join(SPECS)}")
+    return [n for n in SPECS if not names or n in names]
+
+
+def _versions() -> dict[str, str]:
+    import diffusers
+
+    return {
+        "torch": torch.__version__,
+        "diffusers": diffusers.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def train_one(
+    spec: ZooSpec,
+    *,
+    zoo_dir: Path,
+    cache_dir: Path,
+    steps: int | None,
+    threads: int,
+    checkpoint_every: int,
+    progress: bool,
+    command: str,
+) -> dict[str, Any]:
+    """Train ``spec``, save its weights into ``zoo_dir`` and update the manifest; return entry."""
+    from .store import verified_weights
+
+    for dep in spec.requires:
+        verified_weights(dep, zoo_dir)  # raises ZooError naming the missing dependency
+    torch.set_num_threads(threads)
+    ctx = TrainContext(
+        spec=spec,
+        steps=steps if steps is not None else spec.steps,
+        batch=spec.batch,
+        lr=spec.lr,
+        seed=spec.seed,
+        zoo_dir=zoo_dir,
+        cache_dir=cache_dir,
+        checkpoint_every=checkpoint_every,
+        progress=progress,
+        config=dict(spec.config),
+    )
+    start = time.perf_counter()
+    outcome = spec.train_model(ctx)
+    file_name = f"{spec.name}.safetensors"
+    path = zoo_dir / WEIGHTS_SUBDIR / file_name
+    digest = save_weights(outcome.model, path)
+    entry: dict[str, Any] = {
+        "description": spec.description,
+        "architecture": spec.architecture,
+        "config": {**ctx.config, **outcome.config_updates},
+        "params": sum(p.numel() for p in outcome.model.parameters()),
+        "weights": {file_name: {"sha256": digest, "bytes": path.stat().st_size}},
+        "seed": ctx.seed,
+        "steps": ctx.steps,
+        "batch": ctx.batch,
+        "lr": ctx.lr,
+        "optimizer": "AdamW, linear warm-up + cosine decay to 0.1x, grad-norm clip 1.0",
+        "final_loss": round(outcome.final_loss, 6),
+        "train_seconds": round(ctx.train_seconds, 1),
+        "wall_seconds": round(time.perf_counter() - start, 1),
+        "threads": threads,
+        "command": command,
+        **_versions(),
+        "extra": outcome.extra,
+    }
+    update_manifest(spec.name, entry, zoo_dir)
+    return entry
+
+
+def draw_grid(name: str, zoo_dir: Path, guidance_scale: float = 2.0) -> Path:
+    """DDIM-50 grid: rows = classes 0-9 (CFG ``guidance_scale``), last row unconditional."""
+    from reference.harness.plots import save_grid
+    from reference.harness.sampling import make_noise, model_eps_fn, sample
+
+    from . import decode_latents, load, teacher_scheduler
+
+    model = load(name, zoo_dir)
+    latent = name == "latent_teacher"
+    shape = (4, 4, 4) if latent else (1, 16, 16)
+    labels = torch.arange(10).repeat_interleave(10)
+    eps_fn = model_eps_fn(model)
+    cond = sample(
+        eps_fn,
+        teacher_scheduler(),
+        make_noise(100, 0, shape),
+        labels=labels,
+        guidance_scale=guidance_scale,
+        clamp=not latent,
+    )
+    uncond = sample(eps_fn, teacher_scheduler(), make_noise(10, 1, shape), clamp=not latent)
+    x = torch.cat([cond, uncond])
+    if latent:
+        x = decode_latents(load("vae", zoo_dir), x)
+    return save_grid(x, zoo_dir / f"{name}_samples.png", nrow=10)
+
+
+def main(argv: list[str] | None = None, command: str | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.list:
+        for spec in SPECS.values():
+            print(f"{spec.name:18} {spec.architecture:36} {spec.description}")
+        return 0
+    argv_list = sys.argv[1:] if argv is None else list(argv)
+    command = command or " ".join(["python", "scripts/train_zoo.py", *argv_list])
+    zoo_dir = (args.out or ZOO_DIR).resolve()
+    cache_dir = args.cache or (zoo_dir / ".cache" if args.out else DEFAULT_CACHE)
+    if args.steps is not None and args.steps < 1:
+        print("train_zoo: --steps must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        names = _selected(args.only)
+        for name in names:
+            entry = train_one(
+                SPECS[name],
+                zoo_dir=zoo_dir,
+                cache_dir=cache_dir,
+                steps=args.steps,
+                threads=args.threads,
+                checkpoint_every=args.checkpoint_every,
+                progress=not args.no_progress,
+                command=command,
+            )
+            print(
+                f"{name}: {entry['params']:,} params, loss {entry['final_loss']:.4f}, "
+                f"{entry['train_seconds']:.0f} s -> {zoo_dir / WEIGHTS_SUBDIR}"
+            )
+            if name in GRID_MODELS and not args.no_grid:
+                print(f"  samples: {draw_grid(name, zoo_dir)}")
+    except ZooError as exc:
+        print(f"train_zoo: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("train_zoo: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+    return 0
