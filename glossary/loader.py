@@ -1,0 +1,709 @@
+"""Load and validate the glossary entries (``glossary/entries/*.yaml``).
+
+:func:`validate` reports every problem of a directory at once, each as a :class:`Problem` that
+prints as one line ``path:line: field: message (hint: ...)``. :func:`load_glossary` returns a
+:class:`glossary.model.Glossary` or raises :class:`GlossaryError` holding those problems.
+
+The rules come from :mod:`glossary.schema`. Files are parsed by :class:`PlainLoader`, a
+``yaml.SafeLoader`` that refuses anchors, aliases and tags (they make entries hard to review and
+can expand a small file into a huge document), and that remembers the line of every key so that
+problems point at the right line. Checks that span files follow: unique slugs, unique terms and
+aliases per language (compared with :func:`glossary.normalize.normalize`), existing related
+slugs, and existing reference modules for implemented techniques. A module is looked up with
+``importlib.util.find_spec``, which imports only its parent package (``reference`` is light), so
+validating never imports torch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from . import schema
+from .model import Entry, Glossary, LangText, Library, Reference, Source
+from .normalize import normalize
+
+ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
+
+PathKey = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an entry file, with where it is and how to fix it."""
+
+    path: str
+    line: int
+    field: str
+    message: str
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.path}:{self.line}: {self.field}: {self.message}"
+        return f"{text} (hint: {self.hint})" if self.hint else text
+
+
+class GlossaryError(Exception):
+    """The glossary could not be loaded; ``problems`` lists every reason."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class _Refused(yaml.YAMLError):
+    def __init__(self, message: str, mark: yaml.Mark | None, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.mark = mark
+        self.hint = hint
+
+
+class PlainLoader(yaml.SafeLoader):
+    """A SafeLoader for plain YAML: anchors, aliases and tags raise instead of loading."""
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
+        event = self.peek_event()
+        if isinstance(event, AliasEvent):
+            raise _Refused(
+                f"YAML alias *{event.anchor} is not allowed",
+                event.start_mark,
+                "write the value out in full; entries are plain YAML",
+            )
+        if isinstance(event, ScalarEvent | CollectionStartEvent):
+            if event.anchor is not None:
+                raise _Refused(
+                    f"YAML anchor &{event.anchor} is not allowed",
+                    event.start_mark,
+                    "remove the anchor; entries are plain YAML",
+                )
+            if event.tag is not None:
+                raise _Refused(
+                    f"YAML tag {event.tag} is not allowed",
+                    event.start_mark,
+                    "remove the tag; quote the value if it must be a string",
+                )
+        return super().compose_node(parent, index)
+
+
+def _line_map(node: Node, path: PathKey, lines: dict[PathKey, int]) -> None:
+    """Record the 1-based line of every key (mappings) and item (sequences) under ``node``."""
+    if isinstance(node, MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node.value, str) else str(key_node.value)
+            sub = (*path, key)
+            lines.setdefault(sub, key_node.start_mark.line + 1)
+            _line_map(value_node, sub, lines)
+    elif isinstance(node, SequenceNode):
+        for i, item in enumerate(node.value):
+            sub = (*path, i)
+            lines[sub] = item.start_mark.line + 1
+            _line_map(item, sub, lines)
+
+
+def _duplicate_keys(node: Node, path: PathKey, out: list[tuple[PathKey, int]]) -> None:
+    if isinstance(node, MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            if key in seen:
+                out.append(((*path, key), key_node.start_mark.line + 1))
+            seen.add(key)
+            _duplicate_keys(value_node, (*path, key), out)
+    elif isinstance(node, SequenceNode):
+        for i, item in enumerate(node.value):
+            _duplicate_keys(item, (*path, i), out)
+
+
+def field_name(path: PathKey) -> str:
+    """Format a key path as ``lang.es.term`` or ``sources[0].arxiv``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "entry"
+
+
+class _FileChecker:
+    """Checks one parsed file and collects problems with their lines."""
+
+    def __init__(self, display: str, lines: dict[PathKey, int]) -> None:
+        self.display = display
+        self.lines = lines
+        self.problems: list[Problem] = []
+
+    def line(self, path: PathKey) -> int:
+        while path and path not in self.lines:
+            path = path[:-1]
+        return self.lines.get(path, 1)
+
+    def add(self, path: PathKey, message: str, hint: str | None = None) -> None:
+        self.problems.append(
+            Problem(self.display, self.line(path), field_name(path), message, hint)
+        )
+
+    def mapping(self, value: Any, fields: tuple[schema.Field, ...], path: PathKey) -> bool:
+        """Check keys and value types of a mapping; return whether it is a mapping at all."""
+        if not isinstance(value, dict):
+            self.add(
+                path,
+                f"expected a mapping, got {_kind(value)}",
+                "write `key: value` lines indented under this key",
+            )
+            return False
+        allowed = [f.name for f in fields]
+        for key in value:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = (
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else "allowed keys: " + ", ".join(allowed)
+                )
+                self.add((*path, str(key)), f"unknown key '{key}'", hint)
+        for f in fields:
+            if f.name not in value:
+                if f.required:
+                    self.add(path, f"missing key '{f.name}'", f.description)
+                continue
+            self.typed(value[f.name], f, (*path, f.name))
+        return True
+
+    def typed(self, value: Any, f: schema.Field, path: PathKey) -> None:
+        if f.type == "str":
+            self.text(value, path)
+            if isinstance(value, str) and value.strip() and f.choices and value not in f.choices:
+                self.add(path, f"'{value}' is not allowed", "one of: " + ", ".join(f.choices))
+        elif f.type == "int":
+            if not isinstance(value, int) or isinstance(value, bool):
+                self.add(path, f"expected an integer, got {_kind(value)}")
+        elif f.type in ("list[str]", "list[mapping]"):
+            if not isinstance(value, list):
+                self.add(
+                    path,
+                    f"expected a list, got {_kind(value)}",
+                    "write [a, b] or one `- item` per line; [] when empty",
+                )
+            elif f.type == "list[str]":
+                for i, item in enumerate(value):
+                    self.text(item, (*path, i))
+
+    def text(self, value: Any, path: PathKey) -> None:
+        if not isinstance(value, str):
+            hint = "quote it" if isinstance(value, int | float) else None
+            self.add(path, f"expected text, got {_kind(value)}", hint)
+        elif not value.strip():
+            self.add(path, "empty text", "write the text or remove the key if it is optional")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    names = {
+        dict: "a mapping",
+        list: "a list",
+        str: "text",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }
+    return names.get(type(value), type(value).__name__)
+
+
+def _ok(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _check_entry(c: _FileChecker, data: Any, stem: str) -> None:
+    """Schema checks of one entry that need nothing but the file itself."""
+    if not c.mapping(data, schema.TOP_FIELDS, ()):
+        return
+    slug = data.get("slug")
+    if _ok(slug):
+        if not schema.SLUG_RE.match(slug):
+            c.add(
+                ("slug",),
+                f"'{slug}' is not a valid slug",
+                "lowercase ascii letters, digits and single hyphens",
+            )
+        elif slug != stem:
+            c.add(
+                ("slug",),
+                f"slug '{slug}' does not match the file name '{stem}.yaml'",
+                f"rename the file to {slug}.yaml or set slug: {stem}",
+            )
+    related = data.get("related")
+    if isinstance(related, list):
+        seen: set[str] = set()
+        for i, item in enumerate(related):
+            if not _ok(item):
+                continue
+            if not schema.SLUG_RE.match(item):
+                c.add(("related", i), f"'{item}' is not a valid slug")
+            elif item == slug:
+                c.add(("related", i), "an entry cannot be related to itself")
+            elif item in seen:
+                c.add(("related", i), f"'{item}' is listed twice")
+            seen.add(item)
+    _check_kind(c, data)
+    _check_reference(c, data.get("reference"))
+    _check_list(c, data.get("libraries"), schema.LIBRARY_FIELDS, "libraries", _check_library)
+    _check_list(c, data.get("sources"), schema.SOURCE_FIELDS, "sources", _check_source)
+    _check_langs(c, data.get("lang"))
+
+
+def _check_kind(c: _FileChecker, data: dict[str, Any]) -> None:
+    kind = data.get("kind")
+    if kind == "technique":
+        if "reference" not in data:
+            c.add(
+                (),
+                "missing key 'reference'",
+                "techniques need a reference block (module and status)",
+            )
+        sources = data.get("sources")
+        if isinstance(sources, list) and not sources:
+            c.add(
+                ("sources",),
+                "a technique needs at least one source",
+                "cite the paper that introduced it",
+            )
+    elif kind == "concept" and "reference" in data:
+        c.add(
+            ("reference",),
+            "concepts have no reference implementation",
+            "remove the reference block or make the entry a technique",
+        )
+
+
+def _check_reference(c: _FileChecker, ref: Any) -> None:
+    if ref is None:
+        return
+    if not c.mapping(ref, schema.REFERENCE_FIELDS, ("reference",)):
+        return
+    module = ref.get("module")
+    if _ok(module) and not schema.MODULE_RE.match(module):
+        c.add(
+            ("reference", "module"),
+            f"'{module}' is not a dotted module path",
+            "e.g. reference.pruning",
+        )
+
+
+def _check_list(
+    c: _FileChecker, items: Any, fields: tuple[schema.Field, ...], key: str, extra: Any
+) -> None:
+    if not isinstance(items, list):
+        return
+    for i, item in enumerate(items):
+        if c.mapping(item, fields, (key, i)):
+            extra(c, item, (key, i))
+
+
+def _check_url(c: _FileChecker, value: Any, path: PathKey) -> None:
+    if _ok(value) and not schema.URL_RE.match(value):
+        c.add(path, f"'{value}' is not an http(s) URL")
+
+
+def _check_library(c: _FileChecker, lib: dict[str, Any], path: PathKey) -> None:
+    _check_url(c, lib.get("url"), (*path, "url"))
+
+
+def _check_source(c: _FileChecker, src: dict[str, Any], path: PathKey) -> None:
+    arxiv, doi = src.get("arxiv"), src.get("doi")
+    if _ok(arxiv) and not schema.is_arxiv_id(arxiv):
+        c.add(
+            (*path, "arxiv"),
+            f"malformed arXiv id '{arxiv}'",
+            "new style 2305.10924 (optionally v2) or old style cs/0112017; no URL prefix",
+        )
+    if _ok(doi) and not schema.DOI_RE.match(doi):
+        c.add(
+            (*path, "doi"),
+            f"malformed DOI '{doi}'",
+            "10.<registrant>/<suffix>, without https://doi.org/",
+        )
+    _check_url(c, src.get("url"), (*path, "url"))
+    year = src.get("year")
+    if isinstance(year, int) and not schema.MIN_YEAR <= year <= schema.MAX_YEAR:
+        c.add(
+            (*path, "year"), f"year {year} is out of range", f"{schema.MIN_YEAR}-{schema.MAX_YEAR}"
+        )
+    authors = src.get("authors")
+    if isinstance(authors, list) and not authors:
+        c.add((*path, "authors"), "a source needs at least one author")
+    if not any(k in src for k in schema.SOURCE_LINK_KEYS):
+        c.add(path, "a source needs an arxiv id, a doi or a url", "so that readers can find it")
+
+
+def _check_langs(c: _FileChecker, langs: Any) -> None:
+    if langs is None:
+        return
+    if not isinstance(langs, dict):
+        c.add(("lang",), f"expected a mapping, got {_kind(langs)}")
+        return
+    for code in langs:
+        if code not in schema.LANGS:
+            c.add(
+                ("lang", str(code)),
+                f"unknown language '{code}'",
+                "languages: " + ", ".join(schema.LANGS),
+            )
+    with_note: list[str] = []
+    for code in schema.LANGS:
+        if code not in langs:
+            c.add(
+                ("lang",),
+                f"missing language '{code}'",
+                "every entry is written in " + ", ".join(schema.LANGS),
+            )
+            continue
+        block = langs[code]
+        if not c.mapping(block, schema.LANG_FIELDS, ("lang", code)):
+            continue
+        if "note" in block:
+            with_note.append(code)
+        _check_names(c, block, code)
+    if with_note and len(with_note) < len(schema.LANGS):
+        missing = [code for code in schema.LANGS if code not in with_note]
+        c.add(
+            ("lang", with_note[0], "note"),
+            f"note present in {', '.join(with_note)} but missing in {', '.join(missing)}",
+            "an accuracy note must be written in every language or in none",
+        )
+
+
+def _check_names(c: _FileChecker, block: dict[str, Any], code: str) -> None:
+    names: list[tuple[PathKey, str]] = []
+    if _ok(block.get("term")):
+        names.append((("lang", code, "term"), block["term"]))
+    aliases = block.get("aliases")
+    if isinstance(aliases, list):
+        names += [(("lang", code, "aliases", i), a) for i, a in enumerate(aliases) if _ok(a)]
+    seen: dict[str, str] = {}
+    for path, name in names:
+        bad = [ch for ch in schema.FORBIDDEN_IN_TERMS if ch in name]
+        if bad:
+            c.add(path, f"{name!r} contains {bad[0]!r}", "a term or alias is one line without ';'")
+        if len(name) > schema.MAX_TERM_CHARS:
+            c.add(path, f"longer than {schema.MAX_TERM_CHARS} characters")
+        key = normalize(name)
+        if not key:
+            c.add(path, f"{name!r} has no letters or digits")
+        elif key in seen:
+            c.add(
+                path,
+                f"'{name}' repeats '{seen[key]}' of the same entry",
+                "remove the duplicate alias",
+            )
+        else:
+            seen[key] = name
+
+
+@dataclass
+class _Parsed:
+    path: Path
+    display: str
+    data: dict[str, Any]
+    lines: dict[PathKey, int]
+    clean: bool
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def parse_yaml(text: str) -> tuple[Any, dict[PathKey, int], list[tuple[PathKey, int]]]:
+    """Parse plain YAML; return the data, its line map and duplicate keys (path, line).
+
+    Raises ``yaml.YAMLError`` (with ``problem_mark``/``mark``) on invalid or non-plain YAML.
+    """
+    loader = PlainLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}, []
+        lines: dict[PathKey, int] = {(): node.start_mark.line + 1}
+        _line_map(node, (), lines)
+        dups: list[tuple[PathKey, int]] = []
+        _duplicate_keys(node, (), dups)
+        data = loader.construct_document(node)
+    finally:
+        loader.dispose()
+    return data, lines, dups
+
+
+def _read_file(path: Path, display: str) -> tuple[str | None, list[Problem]]:
+    size = path.stat().st_size
+    if size > schema.MAX_FILE_BYTES:
+        return None, [
+            Problem(
+                display,
+                1,
+                "file",
+                f"file is {size} bytes, over the limit of {schema.MAX_FILE_BYTES} bytes",
+                "split the explanation or shorten it; entries are meant to be short",
+            )
+        ]
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return None, [
+            Problem(
+                display,
+                line,
+                "file",
+                f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                "save the file as UTF-8",
+            )
+        ]
+    return text.removeprefix("\ufeff"), []
+
+
+def _parse_file(path: Path) -> tuple[_Parsed | None, list[Problem]]:
+    display = _display(path)
+    text, problems = _read_file(path, display)
+    if text is None:
+        return None, problems
+    try:
+        data, lines, dups = parse_yaml(text)
+    except _Refused as exc:
+        line = exc.mark.line + 1 if exc.mark else 1
+        return None, [Problem(display, line, "yaml", exc.message, exc.hint)]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        message = exc.problem or exc.context or "invalid YAML"
+        return None, [
+            Problem(
+                display,
+                line,
+                "yaml",
+                f"invalid YAML: {message}",
+                "check indentation, colons and quotes around this line",
+            )
+        ]
+    except yaml.YAMLError as exc:
+        return None, [Problem(display, 1, "yaml", f"invalid YAML: {exc}")]
+    checker = _FileChecker(display, lines)
+    for dup_path, dup_line in dups:
+        checker.problems.append(
+            Problem(
+                display,
+                dup_line,
+                field_name(dup_path),
+                f"key '{dup_path[-1]}' appears twice",
+                "keep one; YAML would silently use the last",
+            )
+        )
+    _check_entry(checker, data, path.stem)
+    parsed = _Parsed(
+        path, display, data if isinstance(data, dict) else {}, lines, clean=not checker.problems
+    )
+    return parsed, checker.problems
+
+
+def module_exists(module: str) -> bool:
+    """Whether ``module`` can be imported, checked without importing it (only its parents)."""
+    parts = module.split(".")
+    try:
+        for i in range(1, len(parts) + 1):
+            if importlib.util.find_spec(".".join(parts[:i])) is None:
+                return False
+    except (ImportError, ValueError, AttributeError):
+        return False
+    return True
+
+
+def _check_across(files: list[_Parsed]) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def add(p: _Parsed, path: PathKey, message: str, hint: str | None = None) -> None:
+        c = _FileChecker(p.display, p.lines)
+        c.add(path, message, hint)
+        problems.extend(c.problems)
+
+    by_slug: dict[str, _Parsed] = {}
+    for p in files:
+        slug = p.data.get("slug")
+        if not _ok(slug):
+            continue
+        if slug in by_slug:
+            add(
+                p,
+                ("slug",),
+                f"duplicate slug '{slug}', also in {by_slug[slug].display}",
+                "every entry needs its own slug",
+            )
+        else:
+            by_slug[slug] = p
+    slugs = set(by_slug) | {p.path.stem for p in files}
+    names: dict[tuple[str, str], tuple[str, str, _Parsed]] = {}
+    for p in files:
+        related = p.data.get("related")
+        for i, item in enumerate(related if isinstance(related, list) else []):
+            if _ok(item) and schema.SLUG_RE.match(item) and item not in slugs:
+                close = difflib.get_close_matches(item, sorted(slugs), n=1)
+                add(
+                    p,
+                    ("related", i),
+                    f"related slug '{item}' does not exist",
+                    f"did you mean '{close[0]}'?" if close else "add that entry first",
+                )
+        ref = p.data.get("reference")
+        if isinstance(ref, dict) and ref.get("status") == "implemented":
+            module = ref.get("module")
+            if _ok(module) and schema.MODULE_RE.match(module) and not module_exists(module):
+                add(
+                    p,
+                    ("reference", "module"),
+                    f"module '{module}' does not exist but status is implemented",
+                    "write the module or set status: planned",
+                )
+        _collect_names(p, names, add)
+    return problems
+
+
+def _collect_names(
+    p: _Parsed, names: dict[tuple[str, str], tuple[str, str, _Parsed]], add: Any
+) -> None:
+    langs = p.data.get("lang")
+    if not isinstance(langs, dict):
+        return
+    slug = p.data.get("slug") if _ok(p.data.get("slug")) else p.path.stem
+    for code in schema.LANGS:
+        block = langs.get(code)
+        if not isinstance(block, dict):
+            continue
+        entries: list[tuple[PathKey, Any]] = [(("lang", code, "term"), block.get("term"))]
+        aliases = block.get("aliases")
+        if isinstance(aliases, list):
+            entries += [(("lang", code, "aliases", i), a) for i, a in enumerate(aliases)]
+        for path, name in entries:
+            if not _ok(name):
+                continue
+            key = normalize(name)
+            if not key:
+                continue
+            other = names.get((code, key))
+            if other is None:
+                names[(code, key)] = (slug, name, p)
+            elif other[0] != slug:
+                add(
+                    p,
+                    path,
+                    f"'{name}' collides with '{other[1]}' of entry '{other[0]}' in language {code}",
+                    "names must identify one entry per language; drop or qualify one of them",
+                )
+
+
+def _build(p: _Parsed) -> Entry:
+    d = p.data
+    ref = d.get("reference")
+    langs = {
+        code: LangText(
+            term=block["term"].strip(),
+            aliases=tuple(a.strip() for a in block["aliases"]),
+            definition=block["definition"].strip(),
+            explanation=block["explanation"].strip(),
+            note=block["note"].strip() if "note" in block else None,
+        )
+        for code, block in ((code, d["lang"][code]) for code in schema.LANGS)
+    }
+    return Entry(
+        slug=d["slug"],
+        kind=d["kind"],
+        category=d["category"],
+        related=tuple(d["related"]),
+        reference=Reference(ref["module"], ref["status"]) if ref else None,
+        libraries=tuple(Library(x["name"], x["api"], x.get("url")) for x in d["libraries"]),
+        sources=tuple(
+            Source(
+                s["title"],
+                tuple(s["authors"]),
+                s["year"],
+                s.get("arxiv"),
+                s.get("doi"),
+                s.get("url"),
+                s.get("venue"),
+            )
+            for s in d["sources"]
+        ),
+        lang=langs,
+        path=p.path,
+    )
+
+
+def entry_files(directory: Path) -> list[Path]:
+    """The ``*.yaml`` files of ``directory`` in name order (``*.yml`` counts as a mistake)."""
+    return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
+
+
+def _load(directory: Path | None) -> tuple[Glossary | None, list[Problem]]:
+    directory = Path(directory) if directory is not None else ENTRIES_DIR
+    if not directory.is_dir():
+        return None, [
+            Problem(
+                str(directory),
+                1,
+                "directory",
+                "not a directory",
+                "pass the folder that holds the entry files",
+            )
+        ]
+    problems: list[Problem] = []
+    parsed: list[_Parsed] = []
+    for path in entry_files(directory):
+        if path.suffix == ".yml":
+            problems.append(
+                Problem(
+                    _display(path),
+                    1,
+                    "file",
+                    "entry files end in .yaml",
+                    f"rename it to {path.stem}.yaml",
+                )
+            )
+            continue
+        try:
+            p, found = _parse_file(path)
+        except OSError as exc:
+            problems.append(Problem(_display(path), 1, "file", f"cannot read: {exc.strerror}"))
+            continue
+        problems += found
+        if p is not None:
+            parsed.append(p)
+    problems += _check_across(parsed)
+    if problems:
+        return None, problems
+    return Glossary({p.data["slug"]: _build(p) for p in parsed}), []
+
+
+def validate(directory: Path | None = None) -> list[Problem]:
+    """Every problem of the entries in ``directory`` (default: the package's entries)."""
+    return _load(directory)[1]
+
+
+def load_glossary(directory: Path | None = None) -> Glossary:
+    """Load and validate the entries of ``directory`` (default: the package's entries).
+
+    Raises :class:`GlossaryError` listing every problem if anything is wrong.
+    """
+    glossary, problems = _load(directory)
+    if glossary is None:
+        raise GlossaryError(problems)
+    return glossary

@@ -1,0 +1,280 @@
+"""The one schema of a glossary entry: keys, types, allowed values and limits.
+
+Every consumer reads this module instead of restating the rules: the loader checks entries
+against it (:mod:`glossary.loader`), the command line validates with it, and the site documents
+it with :func:`schema_as_markdown` or :func:`json_schema`.
+
+An entry is a YAML file ``glossary/entries/<slug>.yaml`` holding one mapping. Its keys are listed
+in :data:`TOP_FIELDS`; nested blocks use :data:`REFERENCE_FIELDS`, :data:`LIBRARY_FIELDS`,
+:data:`SOURCE_FIELDS` and, once per language in :data:`LANGS`, :data:`LANG_FIELDS`. No other key
+is allowed, and the YAML must be plain: no anchors, aliases or tags.
+
+Pitfalls the rules exist for: an unquoted arXiv id such as ``2305.10924`` is read by YAML as a
+float (so ids must be strings); a DOI copied with its ``https://doi.org/`` prefix is a URL, not
+a DOI; ``note`` must exist in every language or in none, so that no reader misses a correction.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+LANGS: tuple[str, ...] = ("es", "ru", "en")
+"""Languages every entry is written in, in display order."""
+
+KINDS: tuple[str, ...] = ("technique", "concept")
+STATUSES: tuple[str, ...] = ("planned", "implemented")
+
+CATEGORIES: dict[str, dict[str, str]] = {
+    "sampling": {"es": "Muestreo", "ru": "Сэмплирование", "en": "Sampling"},
+    "distillation": {"es": "Destilación", "ru": "Дистилляция", "en": "Distillation"},
+    "compression": {"es": "Compresión", "ru": "Сжатие", "en": "Compression"},
+    "architecture": {"es": "Arquitectura", "ru": "Архитектура", "en": "Architecture"},
+    "training": {"es": "Entrenamiento", "ru": "Обучение", "en": "Training"},
+    "systems": {"es": "Sistemas", "ru": "Системы", "en": "Systems"},
+    "foundations": {"es": "Fundamentos", "ru": "Основы", "en": "Foundations"},
+    "evaluation": {"es": "Evaluación", "ru": "Оценка", "en": "Evaluation"},
+}
+"""Category slug -> its label in each language."""
+
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+ARXIV_NEW_RE = re.compile(r"^\d{4}\.\d{4,5}(v\d+)?$")
+ARXIV_OLD_RE = re.compile(r"^[a-z\-]+(\.[A-Z]{2})?/\d{7}(v\d+)?$")
+DOI_RE = re.compile(r"^10\.\d{4,9}/\S+$")
+URL_RE = re.compile(r"^https?://[^\s/$.?#][^\s]*$")
+MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+FORBIDDEN_IN_TERMS = (";", "\n", "\r", "\t")
+"""Characters a term or alias may not contain (``;`` separates aliases in the CSV export)."""
+
+MAX_FILE_BYTES = 256 * 1024
+MAX_TERM_CHARS = 200
+MIN_YEAR = 1900
+MAX_YEAR = 2100
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a mapping in an entry.
+
+    ``type`` is one of ``str`` (non-empty text), ``int``, ``list[str]`` (each item non-empty
+    text), ``mapping`` (described by another field table) or ``list[mapping]``.
+    """
+
+    name: str
+    type: str
+    required: bool
+    description: str
+    choices: tuple[str, ...] = ()
+    pattern: str | None = None
+
+
+TOP_FIELDS: tuple[Field, ...] = (
+    Field(
+        "slug",
+        "str",
+        True,
+        "Lowercase ASCII letters, digits and hyphens; equals the file name.",
+        pattern=SLUG_RE.pattern,
+    ),
+    Field("kind", "str", True, "Whether the entry is a technique or a concept.", choices=KINDS),
+    Field(
+        "category",
+        "str",
+        True,
+        "The category the entry is listed under.",
+        choices=tuple(CATEGORIES),
+    ),
+    Field(
+        "related",
+        "list[str]",
+        True,
+        "Slugs of other existing entries (may be empty).",
+        pattern=SLUG_RE.pattern,
+    ),
+    Field(
+        "reference",
+        "mapping",
+        False,
+        "Techniques only (required there): where the reference implementation lives.",
+    ),
+    Field(
+        "libraries",
+        "list[mapping]",
+        True,
+        "Maintained libraries that implement it in production (may be empty).",
+    ),
+    Field("sources", "list[mapping]", True, "Primary sources; at least one for techniques."),
+    Field("lang", "mapping", True, "One block per language: " + ", ".join(LANGS) + "."),
+)
+
+REFERENCE_FIELDS: tuple[Field, ...] = (
+    Field(
+        "module",
+        "str",
+        True,
+        "Import path of the implementation, e.g. reference.pruning.",
+        pattern=MODULE_RE.pattern,
+    ),
+    Field("status", "str", True, "implemented requires the module to exist.", choices=STATUSES),
+)
+
+LIBRARY_FIELDS: tuple[Field, ...] = (
+    Field("name", "str", True, "Distribution or project name, e.g. torch."),
+    Field("api", "str", True, "The API that does it, e.g. torch.nn.utils.prune."),
+    Field("url", "str", False, "Documentation link (http or https).", pattern=URL_RE.pattern),
+)
+
+SOURCE_FIELDS: tuple[Field, ...] = (
+    Field("title", "str", True, "Title of the paper, book or page."),
+    Field("authors", "list[str]", True, "Authors in publication order (at least one)."),
+    Field("year", "int", True, f"Publication year ({MIN_YEAR}-{MAX_YEAR})."),
+    Field(
+        "arxiv",
+        "str",
+        False,
+        "arXiv id, new style 2305.10924 or old style cs/0112017 (quote it).",
+        pattern=f"{ARXIV_NEW_RE.pattern}|{ARXIV_OLD_RE.pattern}",
+    ),
+    Field(
+        "doi",
+        "str",
+        False,
+        "DOI without a resolver prefix, e.g. 10.1109/CVPR.2016.90.",
+        pattern=DOI_RE.pattern,
+    ),
+    Field(
+        "url", "str", False, "Link for sources without an arXiv id or DOI.", pattern=URL_RE.pattern
+    ),
+    Field("venue", "str", False, "Where it appeared, e.g. NeurIPS 2023."),
+)
+SOURCE_LINK_KEYS: tuple[str, ...] = ("arxiv", "doi", "url")
+"""A source needs at least one of these, so that readers can find it."""
+
+LANG_FIELDS: tuple[Field, ...] = (
+    Field("term", "str", True, "The preferred term in this language (one line)."),
+    Field("aliases", "list[str]", True, "Other names, abbreviations, spellings (may be empty)."),
+    Field("definition", "str", True, "One-paragraph definition."),
+    Field("explanation", "str", True, "Two to four paragraphs of markdown."),
+    Field(
+        "note",
+        "str",
+        False,
+        "Accuracy note where the definition is imprecise; in all languages or in none.",
+    ),
+)
+
+FIELD_TABLES: dict[str, tuple[Field, ...]] = {
+    "entry": TOP_FIELDS,
+    "reference": REFERENCE_FIELDS,
+    "libraries[]": LIBRARY_FIELDS,
+    "sources[]": SOURCE_FIELDS,
+    "lang.<code>": LANG_FIELDS,
+}
+
+
+def is_arxiv_id(value: str) -> bool:
+    """Whether ``value`` is a new-style or old-style arXiv identifier."""
+    return bool(ARXIV_NEW_RE.match(value) or ARXIV_OLD_RE.match(value))
+
+
+def schema_as_markdown(lang: str = "en") -> str:
+    """Describe the schema as markdown tables (field descriptions are in English).
+
+    ``lang`` picks the column order of the category table's first language; it must be one of
+    :data:`LANGS`.
+    """
+    if lang not in LANGS:
+        raise ValueError(f"unknown language {lang!r}")
+    lines = [f"Schema version {SCHEMA_VERSION}. Languages: {', '.join(LANGS)}.", ""]
+    for table, fields in FIELD_TABLES.items():
+        lines += [
+            f"### `{table}`",
+            "",
+            "| key | type | required | description |",
+            "|---|---|---|---|",
+        ]
+        for f in fields:
+            desc = f.description
+            if f.choices:
+                desc += " One of: " + ", ".join(f"`{c}`" for c in f.choices) + "."
+            required = "yes" if f.required else "no"
+            lines.append(f"| `{f.name}` | {f.type} | {required} | {desc} |")
+        lines.append("")
+    order = (lang, *(lg for lg in LANGS if lg != lang))
+    lines += [
+        "### Categories",
+        "",
+        "| slug | " + " | ".join(order) + " |",
+        "|---" * (len(order) + 1) + "|",
+    ]
+    for slug, labels in CATEGORIES.items():
+        lines.append(f"| `{slug}` | " + " | ".join(labels[lg] for lg in order) + " |")
+    lines += [
+        "",
+        f"Files are UTF-8, at most {MAX_FILE_BYTES // 1024} KiB, plain YAML "
+        "(no anchors, aliases or tags).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _field_json(f: Field) -> dict[str, Any]:
+    base: dict[str, Any]
+    if f.type == "str":
+        base = {"type": "string", "minLength": 1}
+        if f.choices:
+            base["enum"] = list(f.choices)
+        if f.pattern:
+            base["pattern"] = f.pattern
+    elif f.type == "int":
+        base = {"type": "integer"}
+        if f.name == "year":
+            base |= {"minimum": MIN_YEAR, "maximum": MAX_YEAR}
+    elif f.type == "list[str]":
+        item: dict[str, Any] = {"type": "string", "minLength": 1}
+        if f.pattern:
+            item["pattern"] = f.pattern
+        base = {"type": "array", "items": item}
+    elif f.type == "list[mapping]":
+        base = {"type": "array", "items": {"$ref": f"#/$defs/{f.name}"}}
+    else:
+        base = {"$ref": f"#/$defs/{f.name}"}
+    base["description"] = f.description
+    return base
+
+
+def _object(fields: tuple[Field, ...]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [f.name for f in fields if f.required],
+        "properties": {f.name: _field_json(f) for f in fields},
+    }
+
+
+def json_schema() -> dict[str, Any]:
+    """The schema as a JSON Schema (draft 2020-12) document.
+
+    Cross-entry rules (unique slugs and terms, existing related slugs and modules, ``note`` in
+    all languages or none, technique/concept differences) are not expressible here; the loader
+    enforces them.
+    """
+    lang_obj = _object(LANG_FIELDS)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Diffusion-efficiency glossary entry",
+        **_object(TOP_FIELDS),
+        "$defs": {
+            "reference": _object(REFERENCE_FIELDS),
+            "libraries": _object(LIBRARY_FIELDS),
+            "sources": _object(SOURCE_FIELDS),
+            "lang": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": list(LANGS),
+                "properties": {code: lang_obj for code in LANGS},
+            },
+        },
+    }
