@@ -4,7 +4,8 @@ Modules
 -------
 * :mod:`~reference.harness.data` - the 16x16 digits: ``load_digits_tensors(split)``.
 * :mod:`~reference.harness.sampling` - ``sample(eps_fn, scheduler, noise, ...)``, ``make_noise``,
-  ``model_eps_fn``, ``count_nfe`` (one loop for baselines, techniques and controls).
+  ``model_eps_fn``, ``count_nfe`` (one loop for baselines, techniques and controls) and the
+  cached standard baseline ``teacher_samples(n, steps)``.
 * :mod:`~reference.harness.quality` - ``frechet_digits_distance`` (FDD) with ``fdd_floor`` and
   ``fdd_ceiling``, ``class_accuracy``, ``within_class_diversity``, ``trajectory_deviation``.
 * :mod:`~reference.harness.cost` - ``compare_latency`` (interleaved, median + IQR),
@@ -83,6 +84,9 @@ _EXPORTS: dict[str, str] = {
     "make_noise": "sampling",
     "model_eps_fn": "sampling",
     "sample": "sampling",
+    "teacher_samples": "sampling",
+    "IMAGE_SHAPE": "sampling",
+    "LATENT_SHAPE": "sampling",
     # quality
     "FeatureStats": "quality",
     "class_accuracy": "quality",

@@ -24,8 +24,9 @@ Activation memory
 :func:`bytes_saved_for_backward` installs ``torch.autograd.graph.saved_tensors_hooks`` and adds
 up ``numel * element_size`` of every tensor autograd saves for the backward pass while ``fn``
 runs. Tensors are deduplicated by (storage pointer, storage offset, shape, stride), so a tensor
-saved by several operations is counted once. Leaf tensors that require grad (parameters) are
-excluded by default: they are alive anyway and gradient checkpointing does not change them. The
+saved by several operations is counted once. Parameters (``nn.Parameter`` objects and views of
+them, such as the transposed weight ``F.linear`` saves) are excluded by default: they are alive
+anyway and gradient checkpointing does not change them. Inputs that require grad are counted. The
 count is exact for what autograd retains; allocator fragmentation and temporary buffers are not
 included (``torch.cuda.max_memory_allocated`` measures those on a GPU).
 
@@ -70,6 +71,10 @@ def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
     return int(counter.get_total_flops())
 
 
+def _is_parameter(t: torch.Tensor) -> bool:
+    return isinstance(t, torch.nn.Parameter) or isinstance(t._base, torch.nn.Parameter)
+
+
 def bytes_saved_for_backward(
     fn: Callable[..., Any], *args: Any, include_parameters: bool = False, **kwargs: Any
 ) -> int:
@@ -77,12 +82,12 @@ def bytes_saved_for_backward(
 
     ``fn`` must run with gradients enabled (e.g. a forward pass that returns the loss). Each
     saved tensor contributes ``numel * element_size`` once (deduplicated by storage, offset,
-    shape and stride); parameters are skipped unless ``include_parameters``.
+    shape and stride); parameters and their views are skipped unless ``include_parameters``.
     """
     seen: dict[tuple[int, int, tuple[int, ...], tuple[int, ...]], int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        if include_parameters or not (t.is_leaf and t.requires_grad):
+        if include_parameters or not _is_parameter(t):
             key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride())
             seen[key] = t.numel() * t.element_size()
         return t

@@ -29,7 +29,7 @@ trained in. Upsampling uses ``torch.nn.functional.interpolate(mode="bilinear",
 align_corners=False, antialias=False)``, which keeps values inside [-1, 1].
 
 The split is fixed: ``sklearn.model_selection.train_test_split(test_size=300, stratify=y,
-random_state=0)`` -> 1,497 training and 300 test images (30 per class). Everything in the zoo is
+random_state=0)`` -> 1,497 training and 300 test images (29-31 per class). Everything in the zoo is
 trained on the training split only; the test split is the reference distribution of the
 Fréchet digits distance (:mod:`reference.harness.quality`).
 """

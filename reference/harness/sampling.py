@@ -42,6 +42,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 
@@ -52,6 +53,8 @@ EpsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 IMAGE_SHAPE = (1, 16, 16)
 """Shape of one pixel-space sample of the zoo (channels, height, width)."""
+LATENT_SHAPE = (4, 4, 4)
+"""Shape of one latent of the zoo VAE (channels, height, width)."""
 
 
 def make_noise(n: int, seed: int, shape: tuple[int, ...] = IMAGE_SHAPE) -> torch.Tensor:
@@ -178,3 +181,41 @@ def sample(
         if callback is not None:
             callback(i, t, x)
     return x.clamp(-1.0, 1.0) if clamp else x
+
+
+@lru_cache(maxsize=8)
+def _teacher_samples(
+    n: int, steps: int, guidance_scale: float, seed: int, scheduler: str, conditional: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    from reference import zoo
+
+    labels = class_labels(n) if conditional else torch.full((n,), NULL_CLASS, dtype=torch.long)
+    x = sample(
+        model_eps_fn(zoo.load_teacher()),
+        zoo.teacher_scheduler(scheduler),
+        make_noise(n, seed),
+        steps=steps,
+        labels=labels if conditional else None,
+        guidance_scale=guidance_scale,
+        seed=seed,
+    )
+    return x, labels
+
+
+def teacher_samples(
+    n: int,
+    steps: int = 50,
+    *,
+    guidance_scale: float = 1.0,
+    seed: int = 0,
+    scheduler: str = "DDIMScheduler",
+    conditional: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The standard baseline: ``(samples, labels)`` of the zoo teacher, cached in-process.
+
+    ``n`` samples from ``make_noise(n, seed)`` with balanced labels :func:`class_labels` (or the
+    null class when ``conditional=False``), ``steps`` steps of ``scheduler`` (a diffusers class
+    name) and classifier-free guidance ``guidance_scale``. Returns copies.
+    """
+    x, labels = _teacher_samples(n, steps, float(guidance_scale), seed, scheduler, conditional)
+    return x.clone(), labels.clone()

@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every", type=int, default=250, metavar="K")
     p.add_argument("--no-grid", action="store_true", help="skip the sample grid PNGs")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
-    p.add_argument("--list", action="store_true", help="list the registered models and exit")
+    p.add_argument("--list", action="store_true", help="list the models and their manifest facts")
     return p
 
 
@@ -100,6 +100,7 @@ def train_one(
         config=dict(spec.config),
     )
     start = time.perf_counter()
+    torch.manual_seed(spec.seed)  # the initial weights; each step reseeds (see training.py)
     outcome = spec.train_model(ctx)
     file_name = f"{spec.name}.safetensors"
     path = zoo_dir / WEIGHTS_SUBDIR / file_name
@@ -154,11 +155,29 @@ def draw_grid(name: str, zoo_dir: Path, guidance_scale: float = 2.0) -> Path:
     return save_grid(x, zoo_dir / f"{name}_samples.png", nrow=10)
 
 
+def zoo_table(zoo_dir: Path) -> str:
+    """A plain-text table of the registered models and their manifest facts."""
+    from .store import read_manifest
+
+    models = read_manifest(zoo_dir)["models"]
+    lines = [f"{'model':18} {'class':32} {'params':>10} {'MB':>6} {'steps':>6} {'train s':>8} loss"]
+    for name, spec in SPECS.items():
+        e, cls = models.get(name), spec.architecture.rsplit(".", 1)[-1]
+        if e is None:
+            lines.append(f"{name:18} {cls:32} (not trained)")
+            continue
+        size = sum(w["bytes"] for w in e["weights"].values()) / 2**20
+        lines.append(
+            f"{name:18} {cls:32} {e['params']:>10,} {size:6.2f} "
+            f"{e['steps']:>6} {e['train_seconds']:>8.0f} {e['final_loss']:.4f}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None, command: str | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.list:
-        for spec in SPECS.values():
-            print(f"{spec.name:18} {spec.architecture:36} {spec.description}")
+        print(zoo_table(args.out or ZOO_DIR))
         return 0
     argv_list = sys.argv[1:] if argv is None else list(argv)
     command = command or " ".join(["python", "scripts/train_zoo.py", *argv_list])
