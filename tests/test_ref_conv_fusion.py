@@ -1,0 +1,199 @@
+"""reference.conv_fusion: the BN fold against torch's own fusion APIs, the fx rewrite's
+invariants, the GroupNorm counter-example, Q/K/V fusion in a diffusers U-Net, the CLI."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.nn.utils.fusion import fuse_conv_bn_weights
+
+from reference import conv_fusion as cf
+from reference.zoo.nets import DigitsClassifier
+
+
+def _randomise_bn(model: nn.Module, seed: int = 0) -> nn.Module:
+    """Non-trivial BatchNorm statistics and affine parameters (fresh ones are 0/1)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n, generator=gen) * 0.5)
+                m.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
+                m.weight.copy_(torch.rand(n, generator=gen) + 0.5)
+                m.bias.copy_(torch.randn(n, generator=gen) * 0.1)
+    return model.eval()
+
+
+@pytest.mark.parametrize(
+    ("conv", "bn", "shape"),
+    [
+        (nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), (2, 3, 6, 6)),
+        (nn.Conv2d(4, 6, 3, stride=2, groups=2), nn.BatchNorm2d(6), (2, 4, 7, 7)),
+        (nn.Conv1d(3, 5, 3), nn.BatchNorm1d(5), (2, 3, 9)),
+        (nn.Conv3d(2, 4, 1), nn.BatchNorm3d(4), (1, 2, 3, 3, 3)),
+    ],
+)
+def test_fold_matches_torch_fuse_conv_bn_weights_and_the_pair(
+    conv: nn.Module, bn: nn.Module, shape: tuple[int, ...]
+) -> None:
+    torch.manual_seed(0)
+    pair = _randomise_bn(nn.Sequential(conv, bn))
+    w, b = cf.fold_bn_weights(conv.weight, conv.bias, bn)
+    tw, tb = fuse_conv_bn_weights(
+        conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias
+    )
+    assert cf.max_abs_diff(w, tw) <= 1e-6
+    assert cf.max_abs_diff(b, tb) <= 1e-6
+    x = torch.randn(shape)
+    with torch.no_grad():
+        assert cf.max_abs_diff(cf.fold_conv_bn(conv, bn)(x), pair(x)) <= cf.TOLERANCE
+
+
+def test_fx_rewrite_of_the_classifier_equals_original_and_torch_ao() -> None:
+    torch.manual_seed(0)
+    model = _randomise_bn(DigitsClassifier())
+    fused, report = cf.fuse_conv_bn_relu(model)
+    assert report.folded == ["body.0.0", "body.1.0", "body.3.0", "body.4.0"]
+    assert report.relu_fused == report.folded
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in fused.modules())
+    assert sum(isinstance(m, cf.ConvReLU) for m in fused.modules()) == 4
+    x = torch.randn(5, 1, 16, 16)
+    with torch.no_grad():
+        out = fused(x)
+        assert cf.max_abs_diff(out, model(x)) <= cf.TOLERANCE
+        assert cf.max_abs_diff(out, cf.fuse_with_torch_ao(model)(x)) <= cf.TOLERANCE
+    # the original model is untouched
+    assert sum(isinstance(m, nn.BatchNorm2d) for m in model.modules()) == 4
+
+
+class _Residual(nn.Module):
+    """Conv-BN-relu outside any Sequential, a functional ReLU, and a conv whose output is
+    also used by a skip connection (must not be folded)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn_a = nn.BatchNorm2d(4)
+        self.b = nn.Conv2d(4, 4, 3, padding=1)
+        self.bn_b = nn.BatchNorm2d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.bn_a(self.a(x)))
+        y = self.b(h)
+        return self.bn_b(y) + y
+
+
+def test_fx_rewrite_handles_functional_relu_and_skips_shared_outputs() -> None:
+    torch.manual_seed(1)
+    model = _randomise_bn(_Residual())
+    fused, report = cf.fuse_conv_bn_relu(model)
+    assert report.folded == ["a"]
+    assert report.relu_fused == ["a"]
+    assert "b" in report.skipped and "also used" in report.skipped["b"]
+    x = torch.randn(2, 3, 5, 5)
+    with torch.no_grad():
+        assert cf.max_abs_diff(fused(x), model(x)) <= cf.TOLERANCE
+
+
+def test_fx_rewrite_refuses_training_mode_and_untraceable_models() -> None:
+    with pytest.raises(ValueError, match="training mode"):
+        cf.fuse_conv_bn_relu(DigitsClassifier().train())
+
+    class DataDependent(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x if x.sum() > 0 else -x
+
+    with pytest.raises(ValueError, match="cannot trace") as info:
+        cf.fuse_conv_bn_relu(DataDependent().eval())
+    assert "\n" not in str(info.value)
+
+
+def test_toy_denoiser_fusion_is_exact_and_halves_elementwise_traffic() -> None:
+    model = cf.ToyBNDenoiser(width=8, depth=5)
+    model = cf.calibrate_batchnorm(model, [torch.randn(16, 1, 16, 16) for _ in range(2)])
+    x = torch.randn(4, 1, 16, 16)
+    fused, report = cf.fuse_conv_bn_relu(model)
+    assert len(report.folded) == 3
+    with torch.no_grad():
+        assert cf.max_abs_diff(fused(x), model(x)) <= cf.TOLERANCE
+    traffic = cf.traffic_estimate(model, x)
+    assert traffic.bn_layers == 3
+    assert traffic.activation_bytes == 3 * 4 * 8 * 16 * 16 * 4
+    assert traffic.saved_bytes == traffic.after_bytes == traffic.before_bytes // 2
+
+
+def test_calibrated_statistics_are_the_exact_batch_average() -> None:
+    bn = nn.Sequential(nn.BatchNorm1d(3))
+    batches = [torch.randn(10, 3) * 2 + 1 for _ in range(3)]
+    cf.calibrate_batchnorm(bn, batches)
+    means = torch.stack([b.mean(0) for b in batches]).mean(0)
+    assert torch.allclose(bn[0].running_mean, means, atol=1e-6)
+    assert not bn.training
+
+
+def test_frozen_groupnorm_is_exact_on_its_input_and_wrong_on_another() -> None:
+    torch.manual_seed(0)
+    gn = nn.GroupNorm(4, 16)
+    with torch.no_grad():
+        gn.weight.uniform_(0.5, 1.5)
+        gn.bias.normal_()
+    x1 = torch.randn(1, 16, 6, 6)
+    x2 = torch.randn(1, 16, 6, 6) * 3 + 1
+    err = cf.groupnorm_fold_error(gn, x1, x2)
+    assert err.on_calibration_input < 1e-6
+    assert err.on_other_input > 0.1
+
+
+@pytest.mark.slow
+def test_unet_qkv_and_norm_affine_fusion_equals_original() -> None:
+    from reference.zoo.specs import TEACHER_CONFIG, build_unet
+
+    torch.manual_seed(0)
+    unet = build_unet(TEACHER_CONFIG).eval()
+    with torch.no_grad():  # non-trivial GroupNorm affine, so the fold is exercised
+        for m in unet.modules():
+            if isinstance(m, nn.GroupNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0, 0.2)
+    reference = unet.__class__.from_config(unet.config).eval()
+    reference.load_state_dict(unet.state_dict())
+    blocks = cf.fuse_unet_attention(unet)
+    assert blocks == 4
+    attn = unet.mid_block.attentions[0]
+    assert attn.to_qkv.out_features == 3 * attn.to_q.out_features
+    assert not attn.group_norm.affine
+    x, t, y = torch.randn(3, 1, 16, 16), torch.tensor([5, 500, 950]), torch.tensor([1, 4, 10])
+    with torch.no_grad():
+        out = unet(x, t, class_labels=y).sample
+        ref = reference(x, t, class_labels=y).sample
+    assert cf.max_abs_diff(out, ref) <= cf.TOLERANCE
+
+
+def test_cli_rejects_bad_arguments_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cf.main(["--batch", "0"])
+    assert str(info.value) == "error: batch sizes must be >= 1, got [0]"
+    with pytest.raises(SystemExit) as info:
+        cf.main(["--depth", "2"])
+    assert str(info.value).startswith("error: need width >= 1 and depth >= 3")
+    with pytest.raises(SystemExit):
+        cf.main(["--batch", "x"])  # argparse: exit status 2 with a usage line
+    assert "invalid int value" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
+    from reference.harness import validate_result
+
+    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
+    result = cf.benchmark(quick=True)
+    data = result.to_dict()
+    assert validate_result(data) == []
+    assert data["slug"] == "conv-fusion" and data["quick"] is True
+    assert {r["role"] for r in data["rows"]} >= {"baseline", "technique", "reference"}
+    exact = [a for a in result.aims if "equal" in a.text]
+    assert exact and all(a.met for a in exact)
+    assert (tmp_path / "conv-fusion.png").is_file()
