@@ -13,10 +13,13 @@ project has no catalog for (``C``, ``de_DE``) falls back to English.
 from __future__ import annotations
 
 import gettext
+import importlib.util
 import os
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
+from typing import Any
 
+from . import cache as disk_cache
 from .schema import LANGS
 
 DOMAIN = "glossary"
@@ -50,13 +53,40 @@ def ui_lang_from_env(environ: dict[str, str] | None = None) -> str:
     return DEFAULT_LANG
 
 
-@cache
-def language_name(code: str, in_lang: str) -> str:
-    """The name of language ``code`` written in language ``in_lang`` (``ru``, ``es`` -> ruso).
+def _babel_stamp() -> list[Any] | None:
+    spec = importlib.util.find_spec("babel")
+    if spec is None or spec.origin is None:
+        return None
+    stat = Path(spec.origin).stat()
+    return [spec.origin, stat.st_size, stat.st_mtime_ns]
 
-    Names come from Babel's CLDR data; the first letter is capitalized for use as a label.
-    """
-    from babel import Locale  # deferred: loading locale data costs a few milliseconds
+
+def _babel_name(code: str, in_lang: str) -> str:
+    from babel import Locale  # loading CLDR locale data costs tens of milliseconds
 
     name = Locale.parse(code).get_display_name(Locale.parse(in_lang)) or code
     return name[:1].upper() + name[1:]
+
+
+@lru_cache(maxsize=1)
+def _project_names() -> dict[str, dict[str, str]]:
+    """Names of the project's languages in each of them, from Babel, cached on disk."""
+    key = [_babel_stamp(), list(LANGS)]
+    names = disk_cache.read("language-names", key)
+    if isinstance(names, dict) and all(isinstance(names.get(lg), dict) for lg in LANGS):
+        return names
+    names = {in_lang: {code: _babel_name(code, in_lang) for code in LANGS} for in_lang in LANGS}
+    disk_cache.write("language-names", key, names)
+    return names
+
+
+@cache
+def language_name(code: str, in_lang: str) -> str:
+    """The name of language ``code`` written in language ``in_lang`` (``ru``, ``es`` -> Ruso).
+
+    Names come from Babel's CLDR data (cached on disk by :mod:`glossary.cache`); the first
+    letter is capitalized for use as a label.
+    """
+    if code in LANGS and in_lang in LANGS:
+        return _project_names()[in_lang][code]
+    return _babel_name(code, in_lang)

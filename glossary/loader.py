@@ -17,22 +17,29 @@ validating never imports torch.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
-from yaml.nodes import MappingNode, Node, SequenceNode
-
-from . import schema
+from . import cache, schema
 from .model import Entry, Glossary, LangText, Library, Reference, Source
 from .normalize import normalize
 
 ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
 
 PathKey = tuple[str | int, ...]
+
+
+def __getattr__(name: str) -> Any:
+    # PlainLoader and parse_yaml live in glossary.plainyaml, imported on first use so that a
+    # cached load never imports PyYAML.
+    if name in ("PlainLoader", "parse_yaml"):
+        from . import plainyaml
+
+        return getattr(plainyaml, name)
+    raise AttributeError(name)
 
 
 @dataclass(frozen=True)
@@ -56,70 +63,6 @@ class GlossaryError(Exception):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
-
-
-class _Refused(yaml.YAMLError):
-    def __init__(self, message: str, mark: yaml.Mark | None, hint: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.mark = mark
-        self.hint = hint
-
-
-class PlainLoader(yaml.SafeLoader):
-    """A SafeLoader for plain YAML: anchors, aliases and tags raise instead of loading."""
-
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
-        event = self.peek_event()
-        if isinstance(event, AliasEvent):
-            raise _Refused(
-                f"YAML alias *{event.anchor} is not allowed",
-                event.start_mark,
-                "write the value out in full; entries are plain YAML",
-            )
-        if isinstance(event, ScalarEvent | CollectionStartEvent):
-            if event.anchor is not None:
-                raise _Refused(
-                    f"YAML anchor &{event.anchor} is not allowed",
-                    event.start_mark,
-                    "remove the anchor; entries are plain YAML",
-                )
-            if event.tag is not None:
-                raise _Refused(
-                    f"YAML tag {event.tag} is not allowed",
-                    event.start_mark,
-                    "remove the tag; quote the value if it must be a string",
-                )
-        return super().compose_node(parent, index)
-
-
-def _line_map(node: Node, path: PathKey, lines: dict[PathKey, int]) -> None:
-    """Record the 1-based line of every key (mappings) and item (sequences) under ``node``."""
-    if isinstance(node, MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node.value, str) else str(key_node.value)
-            sub = (*path, key)
-            lines.setdefault(sub, key_node.start_mark.line + 1)
-            _line_map(value_node, sub, lines)
-    elif isinstance(node, SequenceNode):
-        for i, item in enumerate(node.value):
-            sub = (*path, i)
-            lines[sub] = item.start_mark.line + 1
-            _line_map(item, sub, lines)
-
-
-def _duplicate_keys(node: Node, path: PathKey, out: list[tuple[PathKey, int]]) -> None:
-    if isinstance(node, MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            if key in seen:
-                out.append(((*path, key), key_node.start_mark.line + 1))
-            seen.add(key)
-            _duplicate_keys(value_node, (*path, key), out)
-    elif isinstance(node, SequenceNode):
-        for i, item in enumerate(node.value):
-            _duplicate_keys(item, (*path, i), out)
 
 
 def field_name(path: PathKey) -> str:
@@ -425,26 +368,6 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def parse_yaml(text: str) -> tuple[Any, dict[PathKey, int], list[tuple[PathKey, int]]]:
-    """Parse plain YAML; return the data, its line map and duplicate keys (path, line).
-
-    Raises ``yaml.YAMLError`` (with ``problem_mark``/``mark``) on invalid or non-plain YAML.
-    """
-    loader = PlainLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None, {}, []
-        lines: dict[PathKey, int] = {(): node.start_mark.line + 1}
-        _line_map(node, (), lines)
-        dups: list[tuple[PathKey, int]] = []
-        _duplicate_keys(node, (), dups)
-        data = loader.construct_document(node)
-    finally:
-        loader.dispose()
-    return data, lines, dups
-
-
 def _read_file(path: Path, display: str) -> tuple[str | None, list[Problem]]:
     size = path.stat().st_size
     if size > schema.MAX_FILE_BYTES:
@@ -475,13 +398,17 @@ def _read_file(path: Path, display: str) -> tuple[str | None, list[Problem]]:
 
 
 def _parse_file(path: Path) -> tuple[_Parsed | None, list[Problem]]:
+    import yaml
+
+    from .plainyaml import Refused, parse_yaml
+
     display = _display(path)
     text, problems = _read_file(path, display)
     if text is None:
         return None, problems
     try:
         data, lines, dups = parse_yaml(text)
-    except _Refused as exc:
+    except Refused as exc:
         line = exc.mark.line + 1 if exc.mark else 1
         return None, [Problem(display, line, "yaml", exc.message, exc.hint)]
     except yaml.MarkedYAMLError as exc:
@@ -529,7 +456,8 @@ def module_exists(module: str) -> bool:
     return True
 
 
-def _check_across(files: list[_Parsed]) -> list[Problem]:
+def _check_across(files: list[_Parsed], stems: set[str]) -> list[Problem]:
+    """Rules across files; ``stems`` names every entry file, parsed or not."""
     problems: list[Problem] = []
 
     def add(p: _Parsed, path: PathKey, message: str, hint: str | None = None) -> None:
@@ -551,7 +479,7 @@ def _check_across(files: list[_Parsed]) -> list[Problem]:
             )
         else:
             by_slug[slug] = p
-    slugs = set(by_slug) | {p.path.stem for p in files}
+    slugs = set(by_slug) | stems
     names: dict[tuple[str, str], tuple[str, str, _Parsed]] = {}
     for p in files:
         related = p.data.get("related")
@@ -687,7 +615,7 @@ def _load(directory: Path | None) -> tuple[Glossary | None, list[Problem]]:
         problems += found
         if p is not None:
             parsed.append(p)
-    problems += _check_across(parsed)
+    problems += _check_across(parsed, {p.stem for p in entry_files(directory)})
     if problems:
         return None, problems
     return Glossary({p.data["slug"]: _build(p) for p in parsed}), []
@@ -698,12 +626,81 @@ def validate(directory: Path | None = None) -> list[Problem]:
     return _load(directory)[1]
 
 
+def _fingerprint(directory: Path, files: list[Path]) -> list[Any]:
+    """What a cached glossary depends on: entry bytes and the code that validated them."""
+    code = Path(__file__).resolve().parent
+    stamp = [
+        [f.name, f.stat().st_size, f.stat().st_mtime_ns]
+        for f in (code / "loader.py", code / "schema.py", code / "plainyaml.py")
+    ]
+    digests = [[f.name, hashlib.sha256(f.read_bytes()).hexdigest()] for f in files]
+    return [str(directory.resolve()), stamp, digests]
+
+
+def _from_cache(directory: Path, key: list[Any], name: str) -> Glossary | None:
+    value = cache.read(name, key)
+    if not isinstance(value, list):
+        return None
+    try:
+        parsed = [_Parsed(directory / f"{d['slug']}.yaml", "", d, {}, True) for d in value]
+        glossary = Glossary({p.data["slug"]: _build(p) for p in parsed})
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return None
+    for entry in glossary:  # a module may have been deleted since the cache was written
+        ref = entry.reference
+        if ref and ref.implemented and not module_exists(ref.module):
+            return None
+    return glossary
+
+
 def load_glossary(directory: Path | None = None) -> Glossary:
     """Load and validate the entries of ``directory`` (default: the package's entries).
 
-    Raises :class:`GlossaryError` listing every problem if anything is wrong.
+    Raises :class:`GlossaryError` listing every problem if anything is wrong. A valid glossary
+    is cached (:mod:`glossary.cache`), keyed by the sha256 of every entry file, so the next load
+    skips YAML parsing; ``validate`` never uses the cache.
     """
+    directory = Path(directory) if directory is not None else ENTRIES_DIR
+    key: list[Any] | None = None
+    name = ""
+    if cache.enabled() and directory.is_dir():
+        try:
+            key = _fingerprint(directory, entry_files(directory))
+        except OSError:
+            key = None
+        if key is not None:
+            name = "entries-" + hashlib.sha256(key[0].encode()).hexdigest()[:16]
+            cached = _from_cache(directory, key, name)
+            if cached is not None:
+                return cached
     glossary, problems = _load(directory)
     if glossary is None:
         raise GlossaryError(problems)
+    if key is not None:
+        cache.write(name, key, [_raw(e) for e in glossary])
     return glossary
+
+
+def _raw(entry: Entry) -> dict[str, Any]:
+    """The entry as the plain data of its YAML file (what :func:`_build` reads)."""
+    data: dict[str, Any] = {
+        "slug": entry.slug,
+        "kind": entry.kind,
+        "category": entry.category,
+        "related": list(entry.related),
+        "libraries": [
+            {k: v for k, v in (("name", x.name), ("api", x.api), ("url", x.url)) if v is not None}
+            for x in entry.libraries
+        ],
+        "sources": [
+            {k: v for k, v in vars(s).items() if v is not None} | {"authors": list(s.authors)}
+            for s in entry.sources
+        ],
+        "lang": {
+            code: {k: v for k, v in vars(t).items() if v is not None} | {"aliases": list(t.aliases)}
+            for code, t in entry.lang.items()
+        },
+    }
+    if entry.reference:
+        data["reference"] = {"module": entry.reference.module, "status": entry.reference.status}
+    return data

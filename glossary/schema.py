@@ -27,6 +27,7 @@ LANGS: tuple[str, ...] = ("es", "ru", "en")
 
 KINDS: tuple[str, ...] = ("technique", "concept")
 STATUSES: tuple[str, ...] = ("planned", "implemented")
+EXPORT_FORMATS: tuple[str, ...] = ("json", "csv", "tbx", "tbx2", "skos")
 
 CATEGORIES: dict[str, dict[str, str]] = {
     "sampling": {"es": "Muestreo", "ru": "Сэмплирование", "en": "Sampling"},

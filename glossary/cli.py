@@ -1,0 +1,575 @@
+"""The ``glossary`` command: look up, show, list, validate and export entries; run techniques.
+
+Subcommands::
+
+    glossary lookup QUERY [--lang L] [--to L] [--json] [--limit N]
+    glossary show SLUG_OR_TERM [--lang L]
+    glossary list [--lang L] [--kind K] [--category C]
+    glossary validate [DIR]
+    glossary export --format json|csv|tbx|tbx2|skos [-o FILE]
+    glossary run TECHNIQUE [ARGS...]
+    glossary bench [TECHNIQUE ...] [--quick] [--check]
+
+``--ui-lang es|ru|en`` (before the subcommand) picks the language of the messages; by default it
+comes from ``LANGUAGE``/``LC_ALL``/``LC_MESSAGES``/``LANG``. ``--entries DIR`` reads entries
+from another folder. Messages are gettext strings (``glossary/locale``); update the catalogs
+with ``scripts/i18n.py`` after changing any of them.
+
+Every failure is one line on stderr and a non-zero exit status: 1 for "not found" or invalid
+entries, 2 for bad arguments. No input produces a traceback. The lookup path imports neither
+torch nor numpy; ``run`` and ``bench`` import them only when they start a technique.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import i18n
+from .loader import GlossaryError, load_glossary
+from .model import Entry, Glossary
+from .schema import CATEGORIES, KINDS, LANGS
+from .schema import EXPORT_FORMATS as FORMATS
+
+_translation = i18n.translator("en")
+_ui_lang = "en"
+MAX_ECHO = 60
+SUGGEST_THRESHOLD = 50.0
+"""Other candidates scoring below this are not worth showing after a match."""
+WIDTH = 100
+
+
+def _(message: str) -> str:
+    """Translate ``message`` into the UI language."""
+    return _translation.gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """Translate a message with a count into the UI language, with its plural form."""
+    return _translation.ngettext(singular, plural, n)
+
+
+def set_ui_lang(lang: str) -> None:
+    """Switch the messages to ``lang`` (one of ``es``, ``ru``, ``en``)."""
+    global _translation, _ui_lang
+    _ui_lang = lang if lang in LANGS else "en"
+    _translation = i18n.translator(_ui_lang)
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status ``code``."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def clean_text(text: str) -> str:
+    """Make command-line text safe to process and print: lone surrogates become U+FFFD.
+
+    Python turns undecodable bytes of ``argv`` into lone surrogates (``surrogateescape``); they
+    cannot be printed or encoded, so they are decoded back as replacement characters.
+    """
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "replace")
+
+
+def echo(text: str, limit: int = MAX_ECHO) -> str:
+    """A short, printable rendering of user input for messages."""
+    text = clean_text(text)
+    shown = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text[:limit])
+    return "'" + shown + ("…" if len(text) > limit else "") + "'"
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one clean line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        message = clean_text(message)
+        if len(message) > 300:
+            message = message[:300] + "…"
+        message = "".join(ch if ch.isprintable() else "?" for ch in message)
+        self.exit(2, self.prog + ": " + _("error") + ": " + message + "\n")
+
+
+def lang_code(value: str) -> str:
+    """argparse type for language codes, with an error that lists the valid ones."""
+    if value in LANGS:
+        return value
+    raise argparse.ArgumentTypeError(
+        _("unknown language code %(code)s; valid codes: %(codes)s")
+        % {"code": echo(value, 20), "codes": ", ".join(LANGS)}
+    )
+
+
+def positive_int(value: str) -> int:
+    """argparse type for ``--limit``: an integer from 1 to 100."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 100:
+        raise argparse.ArgumentTypeError(
+            _("expected a whole number from 1 to 100, got %(value)s") % {"value": echo(value, 20)}
+        )
+    return n
+
+
+def choice(options: Sequence[str], what: str) -> Any:
+    """argparse type for a fixed set of words (kind, category, format)."""
+
+    def check(value: str) -> str:
+        if value in options:
+            return value
+        raise argparse.ArgumentTypeError(
+            _("unknown %(what)s %(value)s; valid: %(options)s")
+            % {"what": what, "value": echo(value, 20), "options": ", ".join(options)}
+        )
+
+    return check
+
+
+def build_parser() -> Parser:
+    """The argument parser, with help texts in the current UI language."""
+    langs = "{" + ",".join(LANGS) + "}"
+    p = Parser(
+        prog="glossary",
+        description=_("A trilingual (es/ru/en) glossary of diffusion-model efficiency."),
+    )
+    p.add_argument("--ui-lang", type=lang_code, metavar=langs, help=_("language of messages"))
+    p.add_argument("--entries", type=Path, metavar="DIR", help=_("read entries from DIR"))
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+
+    s = sub.add_parser("lookup", help=_("find a term in any language"))
+    s.add_argument("query", metavar="QUERY", help=_("a term or alias, in any language"))
+    s.add_argument("--lang", type=lang_code, metavar=langs, help=_("language of the query"))
+    s.add_argument("--to", type=lang_code, metavar=langs, help=_("language of the definition"))
+    s.add_argument("--json", action="store_true", help=_("machine-readable output"))
+    s.add_argument(
+        "--limit",
+        type=positive_int,
+        default=5,
+        metavar="N",
+        help=_("number of other candidates to show"),
+    )
+
+    s = sub.add_parser("show", help=_("show a whole entry"))
+    s.add_argument("query", metavar="SLUG_OR_TERM")
+    s.add_argument("--lang", type=lang_code, metavar=langs, help=_("language to show"))
+
+    s = sub.add_parser("list", help=_("list entries in alphabetical order"))
+    s.add_argument("--lang", type=lang_code, metavar=langs, help=_("language to show"))
+    s.add_argument("--kind", type=choice(KINDS, "kind"), metavar="{" + ",".join(KINDS) + "}")
+    s.add_argument(
+        "--category",
+        type=choice(tuple(CATEGORIES), "category"),
+        metavar="CATEGORY",
+        help=", ".join(CATEGORIES),
+    )
+
+    s = sub.add_parser("validate", help=_("check every entry file; list every problem"))
+    s.add_argument("directory", nargs="?", type=Path, metavar="DIR")
+
+    s = sub.add_parser("export", help=_("export the glossary"))
+    s.add_argument(
+        "--format",
+        required=True,
+        type=choice(FORMATS, "format"),
+        metavar="{" + ",".join(FORMATS) + "}",
+    )
+    s.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help=_("write to FILE (default: standard output)"),
+    )
+
+    s = sub.add_parser("run", help=_("run a technique's reference implementation"))
+    s.add_argument("technique", metavar="TECHNIQUE")
+    s.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+
+    sub.add_parser("bench", add_help=False, help=_("run or check the benchmarks"))
+    return p
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def out(text: str = "") -> None:
+    print(text)
+
+
+def lang_label(code: str) -> str:
+    return i18n.language_name(code, _ui_lang)
+
+
+def kind_label(kind: str) -> str:
+    return {"technique": _("technique"), "concept": _("concept")}.get(kind, kind)
+
+
+def wrap(text: str, indent: str = "  ") -> str:
+    return "\n".join(
+        textwrap.fill(par, WIDTH, initial_indent=indent, subsequent_indent=indent)
+        for par in text.split("\n\n")
+    )
+
+
+def implementation_line(entry: Entry) -> str | None:
+    ref = entry.reference
+    if ref is None:
+        return None
+    if ref.implemented:
+        return _("Implementation: %(command)s") % {"command": ref.command}
+    return _("Implementation planned (%(module)s)") % {"module": ref.module}
+
+
+def load(args: argparse.Namespace) -> Glossary:
+    return load_glossary(args.entries)
+
+
+def find(g: Glossary, query: str, lang: str | None) -> Entry:
+    from .lookup import resolve
+
+    entry = resolve(g, clean_text(query), lang)
+    if entry is None:
+        raise CliError(
+            _("no entry matches %(query)s; try: glossary lookup %(query)s") % {"query": echo(query)}
+        )
+    return entry
+
+
+# --- lookup -----------------------------------------------------------------------------------
+
+
+def cmd_lookup(args: argparse.Namespace) -> int:
+    from .lookup import MATCH_THRESHOLD, MAX_QUERY_CHARS, Index
+    from .normalize import normalize
+
+    query = clean_text(args.query)[:MAX_QUERY_CHARS]
+    if not normalize(query):
+        raise CliError(_("empty query: give a term with letters or digits"), 2)
+    g = load(args)
+    found = Index(g).search(query, args.lang, args.limit + 1, prefer=(_ui_lang, "en"))
+    matched = bool(found) and found[0].score >= MATCH_THRESHOLD
+    if args.json:
+        out(json.dumps(lookup_json(query, found, matched, args), ensure_ascii=False, indent=2))
+        return 0 if matched else 1
+    if not matched:
+        out(_("No entry matches %(query)s.") % {"query": echo(query)})
+        if found:
+            out(_("Nearest entries:"))
+            for c in found[:3]:
+                out(f"  {c.score:5.1f}  {c.entry.slug}  ({c.name.text})")
+        else:
+            out(_("Nothing similar either; try `glossary list`."))
+        return 1
+    best = found[0]
+    lang = args.to or args.lang or best.name.lang or _ui_lang
+    print_match(best.entry, lang, best.name.text, best.score)
+    others = [c for c in found[1:] if c.score >= SUGGEST_THRESHOLD]
+    if others:
+        out(_("Other candidates:"))
+        for c in others:
+            out(f"  {c.score:5.1f}  {c.entry.slug}  ({c.name.text}, {c.name.lang or 'slug'})")
+    return 0
+
+
+def print_match(entry: Entry, lang: str, matched: str, score: float) -> None:
+    category = CATEGORIES[entry.category].get(_ui_lang, entry.category)
+    out(f"{entry.slug}  ({kind_label(entry.kind)}, {category})")
+    out(_("Matched %(name)s (score %(score).0f)") % {"name": echo(matched, 200), "score": score})
+    width = max(len(lang_label(code)) for code in LANGS) + 1
+    for code in LANGS:
+        out(f"  {(lang_label(code) + ':').ljust(width)} {entry.term(code)}")
+    text = entry.lang[lang]
+    out(_("Definition (%(language)s):") % {"language": lang_label(lang)})
+    out(wrap(text.definition))
+    if text.note:
+        out(_("Accuracy note:"))
+        out(wrap(text.note))
+    line = implementation_line(entry)
+    if line:
+        out(line)
+
+
+def lookup_json(query: str, found: list[Any], matched: bool, args: argparse.Namespace) -> dict:
+    candidates = [
+        {
+            "slug": c.entry.slug,
+            "score": round(c.score, 1),
+            "matched": c.name.text,
+            "matched_lang": c.name.lang or None,
+            "terms": {code: c.entry.term(code) for code in LANGS},
+        }
+        for c in found
+    ]
+    result: dict[str, Any] = {"query": query, "match": None, "candidates": candidates}
+    if matched:
+        best = found[0]
+        e = best.entry
+        lang = args.to or args.lang or best.name.lang or _ui_lang
+        ref = e.reference
+        result["match"] = {
+            **candidates[0],
+            "kind": e.kind,
+            "category": e.category,
+            "lang": lang,
+            "definition": e.lang[lang].definition,
+            "note": e.lang[lang].note,
+            "implementation": (
+                {
+                    "module": ref.module,
+                    "status": ref.status,
+                    "command": ref.command if ref.implemented else None,
+                }
+                if ref
+                else None
+            ),
+        }
+        result["candidates"] = candidates[1:]
+    return result
+
+
+# --- show, list -------------------------------------------------------------------------------
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    g = load(args)
+    entry = find(g, args.query, args.lang)
+    lang = args.lang or _ui_lang
+    t = entry.lang[lang]
+    category = CATEGORIES[entry.category][lang]
+    out(f"{t.term}  [{entry.slug}; {kind_label(entry.kind)}, {category}]")
+    for code in LANGS:
+        if code != lang:
+            out(f"  {lang_label(code)}: {entry.term(code)}")
+    if t.aliases:
+        out(_("Also called: %(aliases)s") % {"aliases": ", ".join(t.aliases)})
+    out()
+    out(_("Definition:"))
+    out(wrap(t.definition))
+    if t.note:
+        out(_("Accuracy note:"))
+        out(wrap(t.note))
+    out()
+    out(t.explanation)
+    out()
+    if entry.related:
+        names = [f"{g[s].term(lang)} ({s})" for s in entry.related if s in g]
+        out(_("Related: %(names)s") % {"names": ", ".join(names)})
+    for lib in entry.libraries:
+        out(_("Library: %(name)s, %(api)s") % {"name": lib.name, "api": lib.api})
+    for src in entry.sources:
+        out(
+            _("Source: %(title)s (%(year)d) %(link)s")
+            % {"title": src.title, "year": src.year, "link": src.link or ""}
+        )
+    line = implementation_line(entry)
+    if line:
+        out(line)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .collation import sort_key
+
+    g = load(args)
+    lang = args.lang or _ui_lang
+    entries = [
+        e
+        for e in g
+        if (args.kind is None or e.kind == args.kind)
+        and (args.category is None or e.category == args.category)
+    ]
+    key = sort_key(lang)
+    entries.sort(key=lambda e: key(e.term(lang)))
+    for e in entries:
+        out(f"{e.term(lang)}  ({e.slug}, {kind_label(e.kind)})")
+    n = len(entries)
+    print(ngettext("%(n)d entry", "%(n)d entries", n) % {"n": n}, file=sys.stderr)
+    return 0
+
+
+# --- validate, export -------------------------------------------------------------------------
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .loader import ENTRIES_DIR, entry_files, validate
+
+    directory = args.directory or args.entries or ENTRIES_DIR
+    problems = validate(directory)
+    for problem in problems:
+        out(str(problem))
+    if problems:
+        n = len(problems)
+        print(
+            ngettext("%(n)d problem found", "%(n)d problems found", n) % {"n": n}, file=sys.stderr
+        )
+        return 1
+    n = len(entry_files(Path(directory)))
+    out(ngettext("%(n)d entry OK", "%(n)d entries OK", n) % {"n": n})
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export import WRITERS, export_to
+
+    g = load(args)
+    if args.output is None:
+        WRITERS[args.format](g, sys.stdout)
+        return 0
+    target: Path = args.output
+    if not target.parent.is_dir():
+        raise CliError(
+            _("cannot write %(path)s: folder %(folder)s does not exist")
+            % {"path": target, "folder": target.parent}
+        )
+    export_to(g, args.format, target)
+    print(_("wrote %(path)s") % {"path": target}, file=sys.stderr)
+    return 0
+
+
+# --- run, bench -------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import runpy
+
+    from .loader import module_exists
+
+    g = load(args)
+    entry = find(g, args.technique, None)
+    ref = entry.reference
+    if ref is None:
+        raise CliError(
+            _("%(slug)s is a concept; only techniques have an implementation")
+            % {"slug": entry.slug}
+        )
+    if not ref.implemented:
+        raise CliError(
+            _("%(slug)s: implementation planned (%(module)s), not written yet")
+            % {"slug": entry.slug, "module": ref.module}
+        )
+    if not module_exists(ref.module):
+        raise CliError(
+            _("%(slug)s: module %(module)s is missing") % {"slug": entry.slug, "module": ref.module}
+        )
+    saved = sys.argv
+    sys.argv = [ref.module, *args.args]
+    try:
+        runpy.run_module(ref.module, run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        return exit_code(exc.code)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise CliError(
+            _("%(module)s failed: %(error)s (run `python -m %(module)s` to see the traceback)")
+            % {"module": ref.module, "error": f"{type(exc).__name__}: {first}"}
+        ) from exc
+    finally:
+        sys.argv = saved
+    return 0
+
+
+def cmd_bench(rest: list[str]) -> int:
+    try:
+        from reference.harness.runner import main as bench_main
+    except ImportError as exc:
+        raise CliError(
+            _("the benchmark harness is not available (%(error)s)") % {"error": exc}, 2
+        ) from exc
+    return exit_code(bench_main(rest))
+
+
+def exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+COMMANDS = {
+    "lookup": cmd_lookup,
+    "show": cmd_show,
+    "list": cmd_list,
+    "validate": cmd_validate,
+    "export": cmd_export,
+    "run": cmd_run,
+}
+
+
+# --- entry point ------------------------------------------------------------------------------
+
+
+def ui_lang_from_argv(argv: Sequence[str]) -> str | None:
+    """The ``--ui-lang`` value if given and valid (read before the parser is built)."""
+    for i, arg in enumerate(argv):
+        value = None
+        if arg == "--ui-lang" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith("--ui-lang="):
+            value = arg.split("=", 1)[1]
+        if value in LANGS:
+            return value
+    return None
+
+
+def _safe_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="replace")  # type: ignore[union-attr]
+
+
+def _main(argv: list[str]) -> int:
+    set_ui_lang(ui_lang_from_argv(argv) or i18n.ui_lang_from_env())
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "bench":
+        return cmd_bench(rest)
+    if rest:
+        parser.error(_("unrecognized arguments: %(args)s") % {"args": " ".join(rest)})
+    return COMMANDS[args.command](args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (never raises, never prints a traceback)."""
+    _safe_streams()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except SystemExit as exc:
+        return exit_code(exc.code)
+    except CliError as exc:
+        print(f"glossary: {exc}", file=sys.stderr)
+        return exc.code
+    except GlossaryError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(_("glossary: the entries are invalid; run `glossary validate`"), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(_("glossary: interrupted"), file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the promise: one line, never a traceback
+        first = (clean_text(str(exc)).strip().splitlines() or [""])[0][:300]
+        print("glossary: " + _("error") + f": {type(exc).__name__}: {first}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,332 @@
+"""Export the glossary as JSON, CSV, TBX (v3 and v2) and SKOS JSON-LD.
+
+Formats
+-------
+* ``json`` - the whole model, one object per entry (what :mod:`glossary.model` holds).
+* ``csv`` - one row per entry: ``slug, kind, category``, the term in each language (columns
+  named by language code), then ``<lang>_aliases`` (joined with ``"; "``) and
+  ``<lang>_definition``.
+* ``tbx`` - TermBase eXchange v3, ISO 30042:2019, TBX-Basic dialect in the DCA style
+  (``<tbx type="TBX-Basic" style="dca">``, namespace ``urn:iso:std:iso:30042:ed-2``). One
+  ``conceptEntry`` per entry, one ``langSec`` per language, one ``termSec`` per term and alias.
+  The preferred term is ``fullForm``/``preferredTerm-admn-sts``; aliases are ``acronym`` (all
+  capitals), ``abbreviation`` (a short form of a longer name) or ``variant``, and
+  ``admittedTerm-admn-sts``.
+* ``tbx2`` - the same content in TBX v2 (ISO 30042:2008, ``<martif type="TBX-Basic">``,
+  ``termEntry``/``langSet``/``tig``) for tools that read only v2.
+* ``skos`` - a SKOS concept scheme as JSON-LD: one ``skos:Concept`` per entry with
+  ``skos:prefLabel``/``skos:altLabel``/``skos:definition`` per language, ``skos:related`` and
+  ``dct:source``. SKOS: W3C Recommendation, 2009.
+
+Writing a file is atomic: the text goes to a temporary file in the target's folder, which
+replaces the target only once complete (``os.replace``); on any failure the temporary file is
+removed and the previous target, if any, is untouched.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import __version__
+from .model import Entry, Glossary, Source
+from .schema import CATEGORIES, EXPORT_FORMATS, LANGS, SCHEMA_VERSION
+
+TBX3_NS = "urn:iso:std:iso:30042:ed-2"
+XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+SKOS = "http://www.w3.org/2004/02/skos/core#"
+DCT = "http://purl.org/dc/terms/"
+BASE_IRI = "urn:x-diffusion-efficiency-glossary:"
+TITLE = "Diffusion-efficiency glossary"
+FORMATS = EXPORT_FORMATS
+
+
+def concept_id(slug: str) -> str:
+    """A valid XML ID (NCName) for an entry: slugs may start with a digit, so prefix ``c-``."""
+    return f"c-{slug}"
+
+
+def alias_type(alias: str, term: str) -> str:
+    """The TBX ``termType`` of an alias: ``acronym``, ``abbreviation`` or ``variant``."""
+    letters = [ch for ch in alias if ch.isalpha()]
+    if letters and all(ch.isupper() for ch in letters) and " " not in alias and len(alias) <= 10:
+        return "acronym"
+    if len(alias) < len(term) and " " not in alias.strip() and len(alias) <= 6:
+        return "abbreviation"
+    return "variant"
+
+
+# --- JSON -------------------------------------------------------------------------------------
+
+
+def _source_dict(s: Source) -> dict[str, Any]:
+    return {
+        "title": s.title,
+        "authors": list(s.authors),
+        "year": s.year,
+        "arxiv": s.arxiv,
+        "doi": s.doi,
+        "url": s.url,
+        "venue": s.venue,
+        "link": s.link,
+    }
+
+
+def entry_dict(e: Entry) -> dict[str, Any]:
+    """The JSON-ready form of an entry."""
+    return {
+        "slug": e.slug,
+        "kind": e.kind,
+        "category": e.category,
+        "related": list(e.related),
+        "reference": (
+            {"module": e.reference.module, "status": e.reference.status} if e.reference else None
+        ),
+        "libraries": [{"name": x.name, "api": x.api, "url": x.url} for x in e.libraries],
+        "sources": [_source_dict(s) for s in e.sources],
+        "lang": {
+            code: {
+                "term": t.term,
+                "aliases": list(t.aliases),
+                "definition": t.definition,
+                "explanation": t.explanation,
+                "note": t.note,
+            }
+            for code, t in ((code, e.lang[code]) for code in LANGS)
+        },
+    }
+
+
+def write_json(g: Glossary, out: TextIO) -> None:
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "generator": f"glossary {__version__}",
+        "languages": list(LANGS),
+        "categories": CATEGORIES,
+        "entries": [entry_dict(e) for e in g],
+    }
+    json.dump(doc, out, ensure_ascii=False, indent=2)
+    out.write("\n")
+
+
+# --- CSV --------------------------------------------------------------------------------------
+
+ALIAS_SEPARATOR = "; "
+
+
+def csv_header() -> list[str]:
+    return [
+        "slug",
+        "kind",
+        "category",
+        *LANGS,
+        *(f"{code}_aliases" for code in LANGS),
+        *(f"{code}_definition" for code in LANGS),
+    ]
+
+
+def write_csv(g: Glossary, out: TextIO) -> None:
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(csv_header())
+    for e in g:
+        writer.writerow(
+            [
+                e.slug,
+                e.kind,
+                e.category,
+                *(e.lang[c].term for c in LANGS),
+                *(ALIAS_SEPARATOR.join(e.lang[c].aliases) for c in LANGS),
+                *(e.lang[c].definition for c in LANGS),
+            ]
+        )
+
+
+# --- TBX --------------------------------------------------------------------------------------
+
+
+def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    el = ET.SubElement(parent, tag, attrs)
+    if text is not None:
+        el.text = text
+    return el
+
+
+def _source_text(s: Source) -> str:
+    authors = ", ".join(s.authors)
+    venue = f", {s.venue}" if s.venue else ""
+    link = f". {s.link}" if s.link else ""
+    return f"{authors} ({s.year}). {s.title}{venue}{link}"
+
+
+def _header(root: ET.Element, header_tag: str) -> None:
+    header = _sub(root, header_tag)
+    desc = _sub(_sub(header, "fileDesc"), "sourceDesc")
+    _sub(desc, "p", f"{TITLE} (glossary {__version__}), languages: {', '.join(LANGS)}.")
+
+
+def _term_groups(e: Entry, code: str) -> list[tuple[str, str, str]]:
+    """(term, termType, administrativeStatus) for the term and each alias in ``code``."""
+    t = e.lang[code]
+    groups = [(t.term, "fullForm", "preferredTerm-admn-sts")]
+    groups += [(a, alias_type(a, t.term), "admittedTerm-admn-sts") for a in t.aliases]
+    return groups
+
+
+def _concept_common(el: ET.Element, e: Entry) -> None:
+    _sub(el, "descrip", CATEGORIES[e.category]["en"], type="subjectField")
+    for slug in e.related:
+        _sub(el, "ref", slug, type="crossReference", target=concept_id(slug))
+    for s in e.sources:
+        _sub(el, "admin", _source_text(s), type="source")
+
+
+def tbx3_tree(g: Glossary) -> ET.ElementTree:
+    """The TBX v3 (TBX-Basic, DCA style) document."""
+    root = ET.Element(
+        "tbx", {"type": "TBX-Basic", "style": "dca", XML_LANG: "en", "xmlns": TBX3_NS}
+    )
+    _header(root, "tbxHeader")
+    body = _sub(_sub(root, "text"), "body")
+    for e in g:
+        body.append(_tbx3_concept(e))
+    return ET.ElementTree(root)
+
+
+def _tbx3_concept(e: Entry) -> ET.Element:
+    concept = ET.Element("conceptEntry", {"id": concept_id(e.slug)})
+    _concept_common(concept, e)
+    for code in LANGS:
+        sec = ET.SubElement(concept, "langSec", {XML_LANG: code})
+        _sub(sec, "descrip", e.lang[code].definition, type="definition")
+        for term, term_type, status in _term_groups(e, code):
+            ts = _sub(sec, "termSec")
+            _sub(ts, "term", term)
+            _sub(ts, "termNote", term_type, type="termType")
+            _sub(ts, "termNote", status, type="administrativeStatus")
+    return concept
+
+
+def tbx2_tree(g: Glossary) -> ET.ElementTree:
+    """The TBX v2 (``martif``, TBX-Basic) document."""
+    root = ET.Element("martif", {"type": "TBX-Basic", XML_LANG: "en"})
+    _header(root, "martifHeader")
+    body = _sub(_sub(root, "text"), "body")
+    for e in g:
+        entry = _sub(body, "termEntry", id=concept_id(e.slug))
+        _concept_common(entry, e)
+        for code in LANGS:
+            lang_set = ET.SubElement(entry, "langSet", {XML_LANG: code})
+            _sub(lang_set, "descrip", e.lang[code].definition, type="definition")
+            for term, term_type, status in _term_groups(e, code):
+                tig = _sub(lang_set, "tig")
+                _sub(tig, "term", term)
+                _sub(tig, "termNote", term_type, type="termType")
+                _sub(tig, "termNote", status, type="administrativeStatus")
+    return ET.ElementTree(root)
+
+
+def _write_xml(tree: ET.ElementTree, out: TextIO, doctype: str | None = None) -> None:
+    ET.indent(tree, space="  ")
+    out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    if doctype:
+        out.write(doctype + "\n")
+    tree.write(out, encoding="unicode", xml_declaration=False)
+    out.write("\n")
+
+
+def write_tbx(g: Glossary, out: TextIO) -> None:
+    _write_xml(tbx3_tree(g), out)
+
+
+def write_tbx2(g: Glossary, out: TextIO) -> None:
+    _write_xml(tbx2_tree(g), out)
+
+
+# --- SKOS JSON-LD -----------------------------------------------------------------------------
+
+
+def _labels(values: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"@value": text, "@language": code} for text, code in values]
+
+
+def skos_document(g: Glossary) -> dict[str, Any]:
+    """The glossary as a SKOS concept scheme in JSON-LD."""
+    scheme_id = BASE_IRI + "scheme"
+    graph: list[dict[str, Any]] = [
+        {
+            "@id": scheme_id,
+            "@type": "skos:ConceptScheme",
+            "dct:title": [{"@value": TITLE, "@language": "en"}],
+            "skos:hasTopConcept": [{"@id": BASE_IRI + e.slug} for e in g],
+        }
+    ]
+    for e in g:
+        concept: dict[str, Any] = {
+            "@id": BASE_IRI + e.slug,
+            "@type": "skos:Concept",
+            "skos:inScheme": {"@id": scheme_id},
+            "skos:topConceptOf": {"@id": scheme_id},
+            "skos:notation": e.slug,
+            "skos:prefLabel": _labels([(e.lang[c].term, c) for c in LANGS]),
+            "skos:altLabel": _labels([(a, c) for c in LANGS for a in e.lang[c].aliases]),
+            "skos:definition": _labels([(e.lang[c].definition, c) for c in LANGS]),
+            "skos:related": [{"@id": BASE_IRI + s} for s in e.related],
+            "dct:subject": _labels([(CATEGORIES[e.category][c], c) for c in LANGS]),
+            "dct:source": [{"@id": s.link} if s.link else _source_text(s) for s in e.sources],
+        }
+        notes = [(e.lang[c].note, c) for c in LANGS if e.lang[c].note]
+        if notes:
+            concept["skos:scopeNote"] = _labels(notes)  # type: ignore[arg-type]
+        graph.append(concept)
+    return {"@context": {"skos": SKOS, "dct": DCT}, "@graph": graph}
+
+
+def write_skos(g: Glossary, out: TextIO) -> None:
+    json.dump(skos_document(g), out, ensure_ascii=False, indent=2)
+    out.write("\n")
+
+
+WRITERS: dict[str, Callable[[Glossary, TextIO], None]] = {
+    "json": write_json,
+    "csv": write_csv,
+    "tbx": write_tbx,
+    "tbx2": write_tbx2,
+    "skos": write_skos,
+}
+
+
+def export_text(g: Glossary, fmt: str) -> str:
+    """The export in format ``fmt`` as a string."""
+    buf = io.StringIO()
+    WRITERS[fmt](g, buf)
+    return buf.getvalue()
+
+
+def write_atomic(path: Path, write: Callable[[TextIO], None]) -> None:
+    """Call ``write`` on a temporary file next to ``path`` and move it into place when done.
+
+    If ``write`` raises, the temporary file is deleted and ``path`` is left as it was.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            write(out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def export_to(g: Glossary, fmt: str, path: Path) -> None:
+    """Write the export in format ``fmt`` to ``path`` atomically."""
+    write_atomic(path, lambda out: WRITERS[fmt](g, out))

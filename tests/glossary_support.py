@@ -1,0 +1,39 @@
+"""Shared helpers for the glossary tests: a valid fixture set and ways to break it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from glossary.loader import validate
+
+ROOT = Path(__file__).resolve().parent.parent
+VALID = Path(__file__).resolve().parent / "fixtures" / "entries_valid"
+REAL = ROOT / "glossary" / "entries"
+TECHNIQUES = 15
+CONCEPTS = 26
+
+
+def copy_valid(tmp_path: Path) -> Path:
+    """A private copy of the valid fixture entries."""
+    target = tmp_path / "entries"
+    shutil.copytree(VALID, target)
+    return target
+
+
+def edit(directory: Path, slug: str, old: str, new: str) -> Path:
+    """Replace the one occurrence of ``old`` in ``<slug>.yaml``."""
+    path = directory / f"{slug}.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {path.name}"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return path
+
+
+def problems(directory: Path) -> list[str]:
+    return [str(p) for p in validate(directory)]
+
+
+def real_entries_complete() -> bool:
+    """Whether all 41 real entries exist (tests of the real set skip until then)."""
+    return len(list(REAL.glob("*.yaml"))) >= TECHNIQUES + CONCEPTS
