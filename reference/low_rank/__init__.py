@@ -1,0 +1,106 @@
+"""Low-rank inference: replace Linear and convolution layers by truncated-SVD factor pairs.
+
+Idea
+----
+A dense layer multiplies by a matrix ``W`` (``out x in``; a k x k convolution is the matrix
+``out x (in k k)`` applied to every image patch). If ``W`` is close to a rank-``r`` matrix,
+``W ~ B A`` with ``A: r x in`` and ``B: out x r``, then computing ``B (A x)`` costs
+``r (in + out)`` multiply-adds per row instead of ``in * out``: cheaper whenever
+``r < in * out / (in + out)`` (the *break-even rank*, 47 for a 96 x 96 matrix, 76 for 96 -> 384).
+
+The best rank-``r`` approximation in Frobenius (and spectral) norm is the truncated SVD
+(Eckart & Young 1936, doi:10.1007/BF02288367): with ``W = U diag(s) V^T``,
+``W_r = U_r diag(s_r) V_r^T`` and the relative error is ``sqrt(sum_{i>r} s_i^2 / sum_i s_i^2)``.
+We split it symmetrically, ``A = diag(sqrt s_r) V_r^T`` and ``B = U_r diag(sqrt s_r)``, so a
+Linear becomes ``Linear(in, r, bias=False) -> Linear(r, out)`` and a k x k convolution becomes a
+k x k convolution to ``r`` channels followed by a 1 x 1 convolution (Denton et al. 2014,
+arXiv:1404.0736; Jaderberg et al. 2014, BMVC, doi:10.5244/C.28.88, go further and also split the
+k x k filters into k x 1 and 1 x k ones). At ``r = min(in, out)`` nothing is
+truncated and the pair reproduces the layer to float rounding (tested).
+
+Weight error is not what matters; output error is. Inputs of a trained layer occupy a few
+directions only, so *activation-aware* truncation minimises ``E ||(W - W_r) x||^2`` over
+calibration inputs instead: with the input second moment ``C = E[x x^T] = L L^T``, truncate the
+SVD of ``W L`` and map back with ``L^{-1}`` (the whitening of SVD-LLM, Wang et al. 2024,
+arXiv:2403.07378). Its
+singular values then measure output error directly, so an energy threshold or a budget means
+what it says.
+
+Choosing ranks
+--------------
+* **Energy threshold** ``tau``: per layer, the smallest ``r`` with
+  ``sum_{i<=r} s_i^2 >= tau sum_i s_i^2`` (:func:`rank_for_energy`).
+* **Global budget** ``rho``: all layers' singular values compete for ``rho`` times the layers'
+  dense multiply-adds, greedily by relative energy per unit cost (:func:`ranks_for_budget`).
+  Layers whose chosen rank exceeds the break-even rank stay dense.
+
+LoRA is the other low rank
+--------------------------
+LoRA (Hu et al. 2021, arXiv:2106.09685) trains ``W + (alpha / r) B A`` with ``W`` frozen: the low
+rank makes *fine-tuning* cheap, and for inference the adapter is merged back into ``W``
+(:class:`~reference.low_rank.lora.LoRALinear`, ``merged()``), so it neither speeds up nor slows
+down the deployed model. Truncated SVD is the opposite: it changes the deployed architecture to
+make inference cheaper.
+
+When to use it, and pitfalls
+----------------------------
+* Useful when layers are wide and their inputs are effectively low-dimensional; pointless below
+  the break-even rank's savings. Small matrices (the zoo's 96-wide DiT) are overhead- and
+  bandwidth-bound on a CPU: two thin matrix multiplications may not be faster than one square
+  one even at half the FLOPs. Measure the factorised layers *and* the whole model (Amdahl: the
+  attention, norms and conditioning are untouched).
+* Truncation error compounds through depth and sampling steps; check sample quality, not only
+  per-layer error. Calibrate activation-aware SVD on inputs from the sampling trajectory (all
+  noise levels), not only on clean data.
+* Fine-tuning after factorisation recovers quality (SVD-LLM's parameter update); omitted here.
+
+Production: ``torch.linalg.svd`` / ``svd_lowrank``; the factorised layers are ordinary
+``nn.Linear`` / ``nn.Conv2d`` pairs that any runtime executes; LoRA via ``peft`` and diffusers'
+``load_lora_weights`` / ``fuse_lora``.
+
+The module runs as ``python -m reference.low_rank`` (``--help`` for options).
+"""
+
+from __future__ import annotations
+
+from .bench import BenchConfig, benchmark, dit_target_layers, main
+from .factorize import (
+    FactorizationPlan,
+    LowRankConv2d,
+    LowRankLinear,
+    Spectrum,
+    apply_plan,
+    break_even_rank,
+    calibrate_second_moments,
+    factorize_layer,
+    input_second_moment,
+    max_rank,
+    plan_factorization,
+    rank_for_energy,
+    ranks_for_budget,
+    spectrum,
+)
+from .lora import LoRALinear, train_lora_demo
+
+__all__ = [
+    "BenchConfig",
+    "FactorizationPlan",
+    "LoRALinear",
+    "LowRankConv2d",
+    "LowRankLinear",
+    "Spectrum",
+    "apply_plan",
+    "benchmark",
+    "break_even_rank",
+    "calibrate_second_moments",
+    "dit_target_layers",
+    "factorize_layer",
+    "input_second_moment",
+    "main",
+    "max_rank",
+    "plan_factorization",
+    "rank_for_energy",
+    "ranks_for_budget",
+    "spectrum",
+    "train_lora_demo",
+]
