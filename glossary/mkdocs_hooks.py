@@ -1,0 +1,79 @@
+"""MkDocs hooks of the site (``hooks:`` in ``mkdocs.yml``): generate the pages before a build.
+
+:func:`on_config` runs :func:`glossary.sitegen.generate` before MkDocs collects the files of the
+docs directory. That timing matters: mkdocs-static-i18n sorts files into languages in its
+``on_files`` step and only sees files that exist on disk. The i18n plugin runs one build per
+language, so ``on_config`` is called three times per ``mkdocs build``; generation runs again only
+when an input changed (entries, results, catalogs or the environment variables that point
+elsewhere), and it writes only files whose content changed, so ``mkdocs serve`` does not loop.
+
+Invalid entries or result files stop the build with one line per problem; a result figure that
+is missing is logged as a warning, which ``mkdocs build --strict`` turns into a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+
+from glossary import sitegen
+from glossary.loader import GlossaryError
+from glossary.schema import LANGS
+
+log = logging.getLogger("mkdocs.hooks.glossary")
+_last_fingerprint: tuple[Any, ...] | None = None
+
+
+def _stats(directory: Path) -> tuple[tuple[str, int, int], ...]:
+    if not directory.is_dir():
+        return ()
+    return tuple(
+        (str(p), p.stat().st_mtime_ns, p.stat().st_size)
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    )
+
+
+def _fingerprint(docs_dir: Path, use_directory_urls: bool) -> tuple[Any, ...]:
+    """What the generated pages depend on, cheap to compute."""
+    package = Path(sitegen.__file__).parent
+    entries = Path(os.environ.get(sitegen.ENTRIES_ENV) or package / "entries")
+    return (
+        str(docs_dir),
+        use_directory_urls,
+        _stats(entries),
+        _stats(sitegen.results_dir()),
+        _stats(package / "locale"),
+        _stats(docs_dir / sitegen.FIGURES_DIR),
+        *(_stats(docs_dir / lang) for lang in LANGS),
+    )
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Generate term, category, A-Z and comparison pages into the docs directory."""
+    global _last_fingerprint
+    docs_dir = Path(config.docs_dir)
+    fingerprint = _fingerprint(docs_dir, config.use_directory_urls)
+    if fingerprint == _last_fingerprint:
+        return config
+    try:
+        report = sitegen.generate(docs_dir, use_directory_urls=config.use_directory_urls)
+    except sitegen.SiteGenError as exc:
+        raise PluginError(f"glossary pages: {exc}") from None
+    except GlossaryError as exc:
+        raise PluginError(f"glossary pages: invalid entries:\n{exc}") from None
+    for problem in report.problems:
+        log.warning("glossary pages: %s", problem)
+    log.info(
+        "glossary pages: %d written, %d unchanged, %d removed",
+        len(report.written),
+        report.unchanged,
+        len(report.removed),
+    )
+    _last_fingerprint = _fingerprint(docs_dir, config.use_directory_urls)
+    return config

@@ -1,0 +1,844 @@
+"""Generate the site's pages from the glossary entries and the benchmark results.
+
+The site (MkDocs + Material + mkdocs-static-i18n, ``mkdocs.yml``) has hand-written home pages;
+everything else is written here, once per language of :data:`glossary.schema.LANGS`:
+
+* ``<lang>/terms/<slug>.md``: one page per entry (kept out of the navigation);
+* ``<lang>/categories/index.md`` and ``<lang>/categories/<category>.md``;
+* ``<lang>/index-a-z.md``: every term and alias, bucketed and sorted by the language's collation
+  (ICU's alphabetic index, so ``Ñ`` is its own letter in Spanish and ``Ё`` files under ``Е``);
+* ``<lang>/compare.md``: the headline figures of every technique that has results;
+* ``assets/results/<figure>``: the figures named by the result files.
+
+The generator writes real files, and only those whose content changed, so that ``mkdocs serve``
+does not rebuild in a loop; files it generated before that are no longer wanted (a deleted entry)
+are removed. :mod:`glossary.mkdocs_hooks` calls :func:`generate` from MkDocs' ``on_config``,
+before files are collected: mkdocs-static-i18n sorts files into languages at ``on_files`` and
+drops in-memory generated files, which is why pages are not created with ``File.generated``.
+
+Security: entry text is data, not markup. Markdown in definitions, notes and explanations is
+rendered, but raw HTML, attribute lists (``{: onclick=...}``), entity tricks and links with
+schemes other than http, https and mailto are neutralised before the text reaches Markdown
+(:func:`escape_markdown`); single-line fields (terms, aliases, titles, names) are escaped
+completely (:func:`escape_text`). Text inside fenced code blocks and code spans is left alone,
+since Markdown escapes it itself. Limitation: an *indented* code block in an entry shows escaped
+entities; entries use fenced blocks.
+
+Numbers are formatted for the page's locale with Babel (``1,71`` in es and ru, ``1.71`` in en);
+labels go through the gettext catalogs of :mod:`glossary.i18n` (run ``scripts/i18n.py extract
+update`` after changing one). The results directory defaults to ``reference/results`` and can be
+changed with the environment variable ``GLOSSARY_RESULTS_DIR`` (the browser tests use a
+fixture); ``GLOSSARY_ENTRIES_DIR`` does the same for the entries.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from glossary.model import Entry, Glossary, Source
+from glossary.schema import CATEGORIES, LANGS
+
+RESULTS_ENV = "GLOSSARY_RESULTS_DIR"
+ENTRIES_ENV = "GLOSSARY_ENTRIES_DIR"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_RESULTS_DIR = REPO_ROOT / "reference" / "results"
+GENERATED_DIRS = ("terms", "categories")
+GENERATED_FILES = ("index-a-z.md", "compare.md")
+FIGURES_DIR = "assets/results"
+SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+ROLES = ("baseline", "technique", "control", "reference")
+LANG_NAMES = {"es": "Español", "ru": "Русский", "en": "English"}
+
+Translate = Callable[[str], str]
+
+
+class SiteGenError(Exception):
+    """A problem that stops generation (unreadable results, bad figure names)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Escaping
+
+
+_ENTITY_RE = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+_TEXT_SPECIALS_RE = re.compile(r"([\\`*_\[\]{}|#!])")
+_FENCE_RE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+_AUTOLINK_RE = re.compile(r"<(https?://[^\s<>\"']+)>")
+_INLINE_LINK_RE = re.compile(r"\]\(([^)]*)\)")
+_REF_DEF_RE = re.compile(r"^(\s{0,3})\[([^\]]+)\]:[ \t]*(\S+)")
+_BLOCKQUOTE_RE = re.compile(r"^(\s{0,3}(?:>[ \t]?)+)")
+_SCHEME_RE = re.compile(r"^<?([^/?#]*?):")
+
+
+def escape_text(text: str) -> str:
+    """Escape a single-line field so that Markdown shows it verbatim and emits no HTML."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _TEXT_SPECIALS_RE.sub(r"\\\1", " ".join(text.split()))
+
+
+def _unsafe_target(target: str) -> bool:
+    """Whether a link target has a scheme other than http, https or mailto.
+
+    Browsers ignore tabs, newlines and spaces inside a scheme (``java\\tscript:``), so those are
+    removed before the scheme is read.
+    """
+    squeezed = re.sub(r"[\s\x00-\x1f]+", "", target).lower()
+    match = _SCHEME_RE.match(squeezed)
+    return bool(match) and match.group(1) not in SAFE_SCHEMES
+
+
+def _escape_prose(line: str) -> str:
+    """Escape one line of Markdown prose outside code (see :func:`escape_markdown`)."""
+    quote = _BLOCKQUOTE_RE.match(line)
+    prefix = quote.group(1) if quote else ""
+    body = line[len(prefix) :]
+    autolinks: list[str] = []
+
+    def keep_autolink(m: re.Match[str]) -> str:
+        autolinks.append(m.group(0))
+        return f"\x00{len(autolinks) - 1}\x00"
+
+    body = _AUTOLINK_RE.sub(keep_autolink, body)
+    body = _ENTITY_RE.sub("&amp;", body)
+    body = body.replace("<", "&lt;").replace(">", "&gt;").replace("{", "&#123;")
+    body = _INLINE_LINK_RE.sub(
+        lambda m: "]&#40;" + m.group(1) + ")" if _unsafe_target(m.group(1)) else m.group(0), body
+    )
+    body = re.sub("\x00(\\d+)\x00", lambda m: autolinks[int(m.group(1))], body)
+    ref = _REF_DEF_RE.match(body)
+    if ref and _unsafe_target(ref.group(3)):
+        body = body.replace("[", "&#91;", 1)
+    return prefix + body
+
+
+def _escape_outside_code_spans(line: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for m in _CODE_SPAN_RE.finditer(line):
+        out.append(_escape_prose(line[pos : m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_escape_prose(line[pos:]))
+    return "".join(out)
+
+
+def escape_markdown(text: str) -> str:
+    """Neutralise raw HTML and unsafe Markdown in an entry's Markdown field.
+
+    Outside fenced code blocks and code spans: ``<`` and ``>`` become entities (blockquote
+    markers at the start of a line survive), entity-like ``&...;`` sequences are escaped so they
+    print literally, ``{`` is escaped so ``attr_list`` cannot add attributes, and links whose
+    scheme is not http, https or mailto lose their link syntax. ``<https://...>`` autolinks
+    stay. Fence info strings are reduced to a bare language name (no attributes).
+    """
+    lines: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines():
+        m = _FENCE_RE.match(line)
+        if fence is None and m:
+            fence = m.group("fence")
+            lang = re.match(r"\s*([\w+-]*)", m.group("info"))
+            lines.append(f"{m.group('indent')}{fence}{lang.group(1) if lang else ''}")
+        elif fence is not None:
+            closing = m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence)
+            if closing and not m.group("info").strip():
+                fence = None
+            lines.append(line)
+        else:
+            lines.append(_escape_outside_code_spans(line))
+    if fence is not None:
+        lines.append(fence)
+    return "\n".join(lines)
+
+
+def safe_url(url: str) -> str | None:
+    """An http(s) URL made safe for a Markdown link target, or None for other schemes.
+
+    Characters that could end the link or start markup (spaces, quotes, brackets, parentheses,
+    backticks) are percent-encoded.
+    """
+    if _unsafe_target(url) or not re.match(r"(?i)^https?://", url.strip()):
+        return None
+    return quote(url.strip(), safe=":/?#@!$&*+,;=%~-._[]'")
+
+
+def indent(text: str, prefix: str = "    ") -> str:
+    """Indent every non-empty line (for admonition bodies)."""
+    return "\n".join(prefix + line if line.strip() else "" for line in text.splitlines())
+
+
+def html_attr(text: str) -> str:
+    """Escape ``text`` for an HTML attribute or element written by the generator itself."""
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers, dates, translations
+
+
+def format_number(value: float | int, lang: str) -> str:
+    """Format a measured value for ``lang`` with Babel: four significant digits (at least the
+    integer part), grouped and with the decimal sign of the locale (``1,71`` in es and ru)."""
+    from babel.numbers import format_decimal
+
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return "—"
+    if isinstance(value, int):
+        return format_decimal(value, locale=lang)
+    magnitude = math.floor(math.log10(abs(value))) if value else 0
+    rounded = round(value, max(0, min(9, 3 - magnitude)))
+    return format_decimal(rounded, locale=lang, decimal_quantization=False)
+
+
+def format_date(iso: str, lang: str) -> str:
+    """Format an ISO-8601 timestamp as a localized date and UTC time; pass unknown text on."""
+    from babel.dates import format_datetime
+
+    try:
+        when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso
+    text = format_datetime(when, format="medium", tzinfo=when.tzinfo, locale=lang)
+    return f"{text} UTC" if when.utcoffset() is not None and not when.utcoffset() else text
+
+
+def translator(lang: str) -> Translate:
+    """The gettext function of ``lang`` from :mod:`glossary.i18n`."""
+    from glossary import i18n
+
+    t: Any = i18n.translator(lang)
+    return t.gettext if hasattr(t, "gettext") else t
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass
+class Results:
+    """The benchmark results that exist, keyed by technique slug."""
+
+    directory: Path
+    by_slug: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def results_dir() -> Path:
+    """The results directory: ``$GLOSSARY_RESULTS_DIR`` or ``reference/results``."""
+    override = os.environ.get(RESULTS_ENV)
+    return Path(override).resolve() if override else DEFAULT_RESULTS_DIR
+
+
+def _schema_problems(data: Any) -> list[str]:
+    """Problems of a result against the harness's schema (its validator is the one truth)."""
+    try:
+        from reference.harness.results import validate_result
+    except ImportError:  # the reference package is not installed: check the essentials
+        if not isinstance(data, dict):
+            return ["a result file holds one JSON object"]
+        return [
+            f"{key}: missing" for key in ("schema_version", "metrics", "rows") if key not in data
+        ]
+    return validate_result(data)
+
+
+def _check_result(data: Any, path: Path) -> dict[str, Any]:
+    problems = _schema_problems(data)
+    if isinstance(data, dict) and data.get("slug") != path.stem:
+        problems.append(f"slug: {data.get('slug')!r} does not match the file name")
+    if isinstance(data, dict):
+        for name in data.get("figures") or []:
+            if not isinstance(name, str) or posixpath.basename(name) != name or name in ("", ".."):
+                problems.append(f"figures: {name!r} must be a plain file name")
+    if problems:
+        raise SiteGenError(f"{path}: " + "; ".join(problems))
+    assert isinstance(data, dict)
+    return data
+
+
+def load_results(directory: Path) -> Results:
+    """Read every ``<slug>.json`` in ``directory`` (missing directory: no results)."""
+    results = Results(directory)
+    if not directory.is_dir():
+        return results
+    for path in sorted(directory.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SiteGenError(f"{path}: cannot read result: {exc}") from None
+        results.by_slug[path.stem] = _check_result(data, path)
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# Page pieces
+
+
+@dataclass
+class Context:
+    """Everything a page builder needs."""
+
+    glossary: Glossary
+    results: Results
+    module_exists: Callable[[str], bool]
+    use_directory_urls: bool = True
+    problems: list[str] = field(default_factory=list)
+
+
+def _term_link(entry: Entry, lang: str, prefix: str = "") -> str:
+    return f"[{escape_text(entry.term(lang))}]({prefix}{entry.slug}.md)"
+
+
+def _category_label(category: str, lang: str) -> str:
+    return CATEGORIES[category][lang]
+
+
+def cite(source: Source, lang: str, _: Translate) -> str:
+    """A citation: authors (year). *Title*. Venue. arXiv/DOI links."""
+    authors = list(source.authors)
+    names = ", ".join(escape_text(a) for a in authors[:6])
+    if len(authors) > 6:
+        names += ", " + _("et al.")
+    parts = [f"{names} ({source.year}). *{escape_text(source.title)}*."]
+    if source.venue:
+        parts.append(f"{escape_text(source.venue)}.")
+    if source.arxiv:
+        parts.append(f"arXiv: [{source.arxiv}](https://arxiv.org/abs/{source.arxiv}).")
+    doi_url = safe_url(f"https://doi.org/{source.doi}") if source.doi else None
+    if doi_url:
+        parts.append(f"DOI: [{escape_text(source.doi or '')}]({doi_url}).")
+    url = safe_url(source.url) if source.url else None
+    if url and not source.arxiv and not source.doi:
+        parts.append(f"[{escape_text(source.url or '')}]({url})")
+    return " ".join(parts)
+
+
+def _language_links(entry: Entry, lang: str, ctx: Context) -> str:
+    """Links to the same term in the other languages.
+
+    They are HTML, not Markdown links: mkdocs-static-i18n builds each language with only that
+    language's files, so a Markdown link into another language could not be resolved.
+    """
+    links = []
+    for other in LANGS:
+        if other == lang:
+            continue
+        href = _cross_language_href(f"terms/{entry.slug}", lang, other, ctx.use_directory_urls)
+        links.append(
+            f'<a href="{href}" hreflang="{other}" lang="{other}">'
+            f"{LANG_NAMES[other]}: {html_attr(entry.term(other))}</a>"
+        )
+    return '<p class="gl-languages" data-search-exclude>' + " · ".join(links) + "</p>"
+
+
+def _page_url(path: str, lang: str, use_directory_urls: bool) -> str:
+    """The URL of a page relative to the site root (en is the default language, at the root)."""
+    prefix = "" if lang == "en" else f"{lang}/"
+    return prefix + (f"{path}/" if use_directory_urls else f"{path}.html")
+
+
+def _cross_language_href(path: str, lang: str, other: str, use_directory_urls: bool) -> str:
+    """The relative URL from page ``path`` in ``lang`` to the same page in ``other``."""
+    here = _page_url(path, lang, use_directory_urls)
+    there = _page_url(path, other, use_directory_urls)
+    base = here.rstrip("/") if use_directory_urls else posixpath.dirname(here)
+    rel = posixpath.relpath(there, base or ".")
+    return rel + "/" if use_directory_urls else rel
+
+
+def _run_it(entry: Entry, _: Translate) -> list[str]:
+    assert entry.reference is not None
+    return [
+        f"## {_('Run it')} {{#run-it}}",
+        "",
+        _("Run the reference implementation's demonstration from the repository root:"),
+        "",
+        "```sh",
+        entry.reference.command,
+        "```",
+        "",
+        _("Add `--help` for its options and `--bench` for the full benchmark."),
+        "",
+    ]
+
+
+def _api(entry: Entry, _: Translate, ctx: Context) -> list[str]:
+    assert entry.reference is not None
+    lines = [f"## {_('Reference implementation')} {{#api}}", ""]
+    module = entry.reference.module
+    if entry.reference.implemented and ctx.module_exists(module):
+        lines += [f"::: {module}", ""]
+    else:
+        lines += [f"`{module}`: {_('implementation planned.')}", ""]
+    return lines
+
+
+def _metric_header(key: str, meta: dict[str, Any], _: Translate) -> str:
+    label = escape_text(str(meta.get("label") or key))
+    unit = meta.get("unit") or ""
+    arrow = {"lower": " ↓", "higher": " ↑"}.get(str(meta.get("better")), "")
+    return f"{label} ({escape_text(str(unit))}){arrow}" if unit else f"{label}{arrow}"
+
+
+def _cell(row: dict[str, Any], key: str, lang: str) -> str:
+    values = row.get("values") or {}
+    spread = row.get("spread") or {}
+    if key not in values or values[key] is None:
+        return "—"
+    text = format_number(values[key], lang)
+    if key in spread and spread[key] is not None:
+        text += " ± " + format_number(spread[key], lang)
+    return text
+
+
+def benchmark_table(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
+    """The rows of a result as a Markdown table, one column per metric, with units."""
+    metrics: dict[str, dict[str, Any]] = result["metrics"]
+    role_names = {
+        "baseline": _("baseline"),
+        "technique": _("technique"),
+        "control": _("control"),
+        "reference": _("reference"),
+    }
+    header = [_("Configuration"), _("Role")] + [_metric_header(k, m, _) for k, m in metrics.items()]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * len(metrics)]
+    for row in result["rows"]:
+        role = str(row.get("role", ""))
+        cells = [escape_text(str(row.get("name", ""))), role_names.get(role, escape_text(role))]
+        cells += [_cell(row, key, lang) for key in metrics]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", _("↓ lower is better, ↑ higher is better; ± is the interquartile range.")]
+    return [*lines, ""]
+
+
+def _headline_line(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
+    head = result.get("headline") or {}
+    parts = []
+    if head.get("speedup") is not None:
+        text = f"{_('speedup')} **{format_number(head['speedup'], lang)}×**"
+        if head.get("speedup_limit") is not None:
+            text += f" ({_('limit')} {format_number(head['speedup_limit'], lang)}×)"
+        parts.append(text)
+    if head.get("memory_ratio") is not None:
+        parts.append(f"{_('memory ratio')} **{format_number(head['memory_ratio'], lang)}**")
+    if head.get("quality_ratio") is not None:
+        metric = str(head.get("quality_metric") or "").replace("`", "")
+        text = f"{_('quality ratio')} **{format_number(head['quality_ratio'], lang)}**"
+        parts.append(text + (f" (`{metric}`)" if metric else ""))
+    return [_("Headline:") + " " + " · ".join(parts), ""] if parts else []
+
+
+def _aims(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
+    aims = result.get("aims") or []
+    if not aims:
+        return []
+    lines = [
+        f"### {_('Aims')} {{#aims}}",
+        "",
+        f"| {_('Aim')} | {_('Measured')} | {_('Target')} | {_('Result')} |",
+        "|---|---:|---:|---|",
+    ]
+    symbols = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
+    for aim in aims:
+        comparison = symbols.get(str(aim.get("comparison", "")), "")
+        target = aim.get("target")
+        target_text = f"{comparison} {format_number(target, lang)}".strip() if target else "—"
+        measured = aim.get("measured")
+        met = f"✓ {_('met')}" if aim.get("met") else f"✗ {_('not met')}"
+        lines.append(
+            f"| {escape_text(str(aim.get('text', '')))} | "
+            f"{format_number(measured, lang) if measured is not None else '—'} | "
+            f"{escape_text(target_text)} | {met} |"
+        )
+    return [*lines, ""]
+
+
+def _figures(result: dict[str, Any], entry: Entry, lang: str, _: Translate) -> list[str]:
+    lines = []
+    for i, name in enumerate(result.get("figures") or [], start=1):
+        alt = f"{_('Figure')} {i}: {entry.term(lang)}"
+        lines += [f"![{escape_text(alt)}](../../{FIGURES_DIR}/{name})", ""]
+    return lines
+
+
+def _provenance(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
+    """Where the figures come from: commit, versions, machine, threads, date, command."""
+    prov = result.get("provenance") or {}
+    if not prov:
+        return []
+    commit = str(prov.get("commit") or "?")[:12]
+    if prov.get("dirty"):
+        commit += " " + _("(uncommitted changes)")
+    versions = ", ".join(
+        f"{name} {prov[name]}" for name in ("python", "torch", "diffusers") if prov.get(name)
+    )
+    facts = [
+        f"{_('commit')} {commit}",
+        versions,
+        str(prov.get("cpu") or ""),
+        str(prov.get("platform") or ""),
+        f"{_('threads')}: {prov['threads']}" if prov.get("threads") is not None else "",
+        format_date(str(prov["date"]), lang) if prov.get("date") else "",
+    ]
+    lines = [f"{_('Provenance')}: " + " · ".join(escape_text(f) for f in facts if f) + ".", ""]
+    command = str(prov.get("command") or "").replace("`", "")
+    if command:
+        lines += [f"{_('Reproduce with')}: `{command}`", ""]
+    return lines
+
+
+def _settings(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
+    settings = result.get("settings") or {}
+    if not settings:
+        return []
+    items = []
+    for key, value in settings.items():
+        shown = format_number(value, lang) if isinstance(value, int | float) else str(value)
+        items.append(f"{escape_text(str(key))} = {escape_text(shown)}")
+    return [f"{_('Settings')}: " + "; ".join(items) + ".", ""]
+
+
+def benchmark_section(entry: Entry, lang: str, _: Translate, ctx: Context) -> list[str]:
+    """The measured results of a technique, or a plain statement that there are none."""
+    lines = [f"## {_('Benchmark')} {{#benchmark}}", ""]
+    result = ctx.results.by_slug.get(entry.slug)
+    if result is None:
+        return [*lines, _("No results yet: this technique has no measured results."), ""]
+    lines += [f"**{escape_text(str(result.get('title') or entry.term(lang)))}**", ""]
+    if result.get("quick"):
+        lines += [
+            f'!!! warning "{_("Quick configuration")}"',
+            "",
+            "    " + _("These figures come from the small --quick configuration used by tests."),
+            "",
+        ]
+    lines += _headline_line(result, lang, _)
+    lines += benchmark_table(result, lang, _)
+    lines += _aims(result, lang, _)
+    notes = [n for n in result.get("notes") or [] if isinstance(n, str) and n.strip()]
+    if notes:
+        lines += [f"### {_('Notes')} {{#notes}}", ""]
+        lines += [f"- {escape_markdown(' '.join(n.split()))}" for n in notes] + [""]
+    figures = _figures(result, entry, lang, _)
+    if figures:
+        lines += [f"### {_('Figures')} {{#figures}}", "", *figures]
+    lines += _settings(result, lang, _)
+    lines += _provenance(result, lang, _)
+    return lines
+
+
+def term_page(entry: Entry, lang: str, ctx: Context) -> str:
+    """The Markdown page of one entry in one language."""
+    _ = translator(lang)
+    text = entry.text(lang)
+    category = _category_label(entry.category, lang)
+    kind = _("Technique") if entry.is_technique else _("Concept")
+    lines = [
+        "---",
+        # The explicit title keeps Material's <title> safe: it unescapes a heading-derived title.
+        f"title: {json.dumps(html_attr(text.term), ensure_ascii=False)}",
+        "---",
+        "",
+        f"# {escape_text(text.term)}",
+        "",
+        _language_links(entry, lang, ctx),
+        "",
+        f"{kind} · [{escape_text(category)}](../categories/{entry.category}.md)",
+        "",
+    ]
+    if text.aliases:
+        aliases = ", ".join(escape_text(a) for a in text.aliases)
+        lines += [f"**{_('Also known as')}:** {aliases}", ""]
+    lines += [f"## {_('Definition')} {{#definition}}", "", escape_markdown(text.definition), ""]
+    if text.note:
+        lines += [f'!!! note "{_("Accuracy note")}"', "", indent(escape_markdown(text.note)), ""]
+    lines += [f"## {_('Explanation')} {{#explanation}}", "", escape_markdown(text.explanation), ""]
+    if entry.reference is not None:
+        lines += _run_it(entry, _)
+        lines += benchmark_section(entry, lang, _, ctx)
+    if entry.sources:
+        lines += [f"## {_('Sources')} {{#sources}}", ""]
+        lines += [f"1. {cite(s, lang, _)}" for s in entry.sources] + [""]
+    if entry.libraries:
+        lines += [f"## {_('Libraries')} {{#libraries}}", ""]
+        for lib in entry.libraries:
+            api = lib.api.replace("`", "")
+            url = safe_url(lib.url) if lib.url else None
+            code = f"[`{api}`]({url})" if url else f"`{api}`"
+            lines.append(f"- {escape_text(lib.name)}: {code}")
+        lines.append("")
+    related = [ctx.glossary[s] for s in entry.related if s in ctx.glossary]
+    if related:
+        lines += [f"## {_('Related terms')} {{#related}}", ""]
+        lines += [f"- {_term_link(r, lang)}" for r in _sorted(related, lang)] + [""]
+    if entry.reference is not None:
+        lines += _api(entry, _, ctx)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Index pages
+
+
+def _sorted(entries: Iterable[Entry], lang: str) -> list[Entry]:
+    from glossary.collation import sort_key
+
+    key = sort_key(lang)
+    return sorted(entries, key=lambda e: key(e.term(lang)))
+
+
+def _bucket_id(label: str) -> str:
+    if re.fullmatch(r"[A-Za-z]", label):
+        return f"letter-{label.lower()}"
+    return "letter-" + "-".join(f"u{ord(c):04x}" for c in label)
+
+
+def alphabetic_buckets(names: list[tuple[str, Any]], lang: str) -> list[tuple[str, list[Any]]]:
+    """Group ``(name, payload)`` pairs under the letters of ``lang``'s alphabet (ICU), in
+    collation order; Latin letters follow in es and ru for Latin-script names."""
+    import icu
+
+    from glossary.collation import sort_key
+
+    index = icu.AlphabeticIndex(icu.Locale(lang))
+    if lang != "en":
+        index.addLabels(icu.Locale.getEnglish())
+    key = sort_key(lang)
+    for i, (name, _payload) in enumerate(names):
+        index.addRecord(name, i)
+    buckets: list[tuple[str, list[Any]]] = []
+    while index.nextBucket():
+        items = []
+        while index.nextRecord():
+            items.append(names[index.recordData])
+        if items:
+            items.sort(key=lambda pair: key(pair[0]))
+            buckets.append((index.bucketLabel, [payload for _name, payload in items]))
+    return buckets
+
+
+def az_page(lang: str, ctx: Context) -> str:
+    """Every term and alias of ``lang``, bucketed by letter, in ``lang``'s collation."""
+    _ = translator(lang)
+    names: list[tuple[str, Any]] = []
+    for entry in ctx.glossary:
+        text = entry.text(lang)
+        names.append((text.term, (text.term, entry, True)))
+        names += [(alias, (alias, entry, False)) for alias in text.aliases if alias != text.term]
+    buckets = alphabetic_buckets(names, lang)
+    lines = [
+        f"# {_('A–Z index')}",
+        "",
+        _("Every term and its other names, in alphabetical order."),
+        "",
+    ]
+    letters = [label for label, _items in buckets]
+    lines.append(" · ".join(f"[{escape_text(x)}](#{_bucket_id(x)})" for x in letters))
+    lines.append("")
+    for label, items in buckets:
+        lines += [f"## {escape_text(label)} {{#{_bucket_id(label)}}}", ""]
+        for name, entry, is_term in items:
+            if is_term:
+                lines.append(f"- [{escape_text(name)}](terms/{entry.slug}.md)")
+            else:
+                target = _term_link(entry, lang, "terms/")
+                lines.append(f"- *{escape_text(name)}* → {target}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def category_page(category: str, lang: str, ctx: Context) -> str:
+    """The entries of one category: techniques first, then concepts."""
+    _ = translator(lang)
+    entries = ctx.glossary.in_category(category)
+    lines = [f"# {escape_text(_category_label(category, lang))}", ""]
+    for kind, title, anchor in (
+        ("technique", _("Techniques"), "techniques"),
+        ("concept", _("Concepts"), "concepts"),
+    ):
+        group = _sorted((e for e in entries if e.kind == kind), lang)
+        if not group:
+            continue
+        lines += [f"## {title} {{#{anchor}}}", ""]
+        for entry in group:
+            definition = " ".join(escape_markdown(entry.text(lang).definition).split())
+            lines.append(f"- {_term_link(entry, lang, '../terms/')}: {definition}")
+        lines.append("")
+    if not entries:
+        lines += [_("No entries in this category yet."), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def categories_index(lang: str, ctx: Context) -> str:
+    """All categories with their number of entries."""
+    _ = translator(lang)
+    lines = [f"# {_('Categories')}", ""]
+    for category in CATEGORIES:
+        count = len(ctx.glossary.in_category(category))
+        label = escape_text(_category_label(category, lang))
+        lines.append(f"- [{label}]({category}.md) ({count})")
+    return "\n".join(lines) + "\n"
+
+
+def compare_page(lang: str, ctx: Context) -> str:
+    """The headline of every technique's result, side by side."""
+    _ = translator(lang)
+    lines = [
+        f"# {_('Comparison of techniques')}",
+        "",
+        _(
+            "The headline of each technique's benchmark on this project's tiny models and CPU: "
+            "measured speedup over the baseline next to its analytic limit, memory and quality "
+            "relative to the baseline (lower is better for both). Open a technique for the full "
+            "table, the matched-cost control and the provenance."
+        ),
+        "",
+        f"| {_('Technique')} | {_('Speedup')} | {_('Limit')} | {_('Memory ratio')} | "
+        f"{_('Quality ratio')} | {_('Aims met')} |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    missing = []
+    for entry in _sorted(ctx.glossary.techniques(), lang):
+        result = ctx.results.by_slug.get(entry.slug)
+        link = _term_link(entry, lang, "terms/")
+        if result is None:
+            missing.append(link)
+            continue
+        head = result.get("headline") or {}
+
+        def num(key: str, suffix: str = "", head: dict[str, Any] = head) -> str:
+            value = head.get(key)
+            return format_number(value, lang) + suffix if value is not None else "—"
+
+        quality = num("quality_ratio")
+        if head.get("quality_metric") and head.get("quality_ratio") is not None:
+            quality += f" (`{str(head['quality_metric']).replace('`', '')}`)"
+        aims = result.get("aims") or []
+        met = f"{sum(1 for a in aims if a.get('met'))}/{len(aims)}" if aims else "—"
+        quick = f" ({_('quick')})" if result.get("quick") else ""
+        lines.append(
+            f"| {link}{quick} | {num('speedup', '×')} | {num('speedup_limit', '×')} | "
+            f"{num('memory_ratio')} | {quality} | {met} |"
+        )
+    lines.append("")
+    if missing:
+        lines += [f"{_('No measured results yet')}: " + ", ".join(missing) + ".", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+@dataclass
+class Report:
+    """What :func:`generate` did."""
+
+    written: list[Path] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def write_if_changed(path: Path, text: str | bytes, report: Report) -> None:
+    """Write ``path`` only if its content differs (keeps ``mkdocs serve`` from looping)."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    if path.is_file() and path.read_bytes() == data:
+        report.unchanged += 1
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    report.written.append(path)
+
+
+def _remove_stale(directory: Path, keep: set[Path], report: Report) -> None:
+    if not directory.is_dir():
+        return
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and path not in keep:
+            path.unlink()
+            report.removed.append(path)
+
+
+def pages(ctx: Context) -> dict[str, str]:
+    """Every generated page, keyed by its path relative to the docs directory."""
+    out: dict[str, str] = {}
+    for lang in LANGS:
+        for entry in ctx.glossary:
+            out[f"{lang}/terms/{entry.slug}.md"] = term_page(entry, lang, ctx)
+        out[f"{lang}/categories/index.md"] = categories_index(lang, ctx)
+        for category in CATEGORIES:
+            out[f"{lang}/categories/{category}.md"] = category_page(category, lang, ctx)
+        out[f"{lang}/index-a-z.md"] = az_page(lang, ctx)
+        out[f"{lang}/compare.md"] = compare_page(lang, ctx)
+    return out
+
+
+def _copy_figures(ctx: Context, docs_dir: Path, report: Report) -> set[Path]:
+    kept: set[Path] = set()
+    for slug, result in sorted(ctx.results.by_slug.items()):
+        for name in result.get("figures") or []:
+            source = ctx.results.directory / name
+            if not source.is_file():
+                report.problems.append(
+                    f"{ctx.results.directory / slug}.json: figure {name} is missing"
+                )
+                continue
+            target = docs_dir / FIGURES_DIR / name
+            write_if_changed(target, source.read_bytes(), report)
+            kept.add(target)
+    return kept
+
+
+def generate(
+    docs_dir: Path,
+    *,
+    entries_dir: Path | None = None,
+    results: Path | None = None,
+    use_directory_urls: bool = True,
+) -> Report:
+    """Write every generated page and figure into ``docs_dir``; remove stale generated files.
+
+    ``entries_dir`` defaults to ``$GLOSSARY_ENTRIES_DIR`` or the package's entries, ``results``
+    to :func:`results_dir`. Raises :class:`glossary.loader.GlossaryError` for invalid entries
+    and :class:`SiteGenError` for unreadable results.
+    """
+    from glossary.loader import load_glossary, module_exists
+
+    if entries_dir is None and os.environ.get(ENTRIES_ENV):
+        entries_dir = Path(os.environ[ENTRIES_ENV])
+    glossary = load_glossary(entries_dir)
+    ctx = Context(
+        glossary=glossary,
+        results=load_results(results if results is not None else results_dir()),
+        module_exists=module_exists,
+        use_directory_urls=use_directory_urls,
+    )
+    report = Report()
+    for slug in ctx.results.by_slug:
+        entry = glossary.get(slug)
+        if entry is None or not entry.is_technique:
+            report.problems.append(f"{ctx.results.directory / slug}.json: no technique '{slug}'")
+    wanted = {docs_dir / rel: text for rel, text in pages(ctx).items()}
+    for path, text in wanted.items():
+        write_if_changed(path, text, report)
+    for lang in LANGS:
+        for sub in GENERATED_DIRS:
+            _remove_stale(docs_dir / lang / sub, set(wanted), report)
+    figures = _copy_figures(ctx, docs_dir, report)
+    _remove_stale(docs_dir / FIGURES_DIR, figures, report)
+    return report
