@@ -1,0 +1,247 @@
+"""The strict MkDocs build of the trilingual site and what its HTML contains.
+
+One build per test process (``site_support.session_build``), shared with the link and browser
+tests through the ``site`` xdist group.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import re
+import sys
+
+import pytest
+
+try:
+    from tests import site_support
+except ImportError:  # tests/ is not a package: pytest put it on sys.path
+    import site_support  # type: ignore[no-redef]
+
+from glossary.collation import sort_key
+from glossary.loader import load_glossary
+from glossary.model import Glossary
+
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site")]
+LANGS = site_support.LANGS
+BuiltSite = site_support.BuiltSite
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
+    root = tmp_path_factory.getbasetemp() / "site-build"
+    root.mkdir(exist_ok=True)
+    return site_support.require_ok(site_support.session_build(str(root)))
+
+
+@pytest.fixture(scope="session")
+def glossary(built: BuiltSite) -> Glossary:
+    sys.path.insert(0, str(site_support.FIXTURES))  # the fixture entry's reference module
+    try:
+        return load_glossary(built.root / "entries")
+    finally:
+        sys.path.remove(str(site_support.FIXTURES))
+
+
+def test_strict_build_passes_without_warnings(built: BuiltSite) -> None:
+    lines = [line for line in built.output.splitlines() if re.match(r"^\S*WARNING", line)]
+    assert lines == []
+    print(f"mkdocs build --strict took {built.seconds:.1f} s")
+
+
+def test_every_entry_has_a_page_in_every_language(built: BuiltSite, glossary: Glossary) -> None:
+    for lang in LANGS:
+        for entry in glossary:
+            assert built.page(lang, f"terms/{entry.slug}").is_file(), (lang, entry.slug)
+        for path in ("", "index-a-z", "compare", "categories"):
+            assert built.page(lang, path).is_file(), (lang, path)
+
+
+def test_generated_pages_stay_out_of_the_repository(built: BuiltSite) -> None:
+    assert not (site_support.REPO / "site_src" / "en" / "terms" / "xss-probe.md").exists()
+    assert (built.docs / "en" / "terms" / "xss-probe.md").is_file()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_terms_are_out_of_the_navigation_and_indexes_in_it(built: BuiltSite, lang: str) -> None:
+    html = built.html(lang, "")
+    nav = [h for h in re.findall(r'<a href="([^"]+)" class="md-nav__link', html) if "#" not in h]
+    assert any(h.endswith("index-a-z/") for h in nav)
+    assert any(h.endswith("compare/") for h in nav)
+    assert any(h.endswith("categories/sampling/") for h in nav)
+    assert not [h for h in nav if "terms/" in h]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_hreflang_alternates_point_to_the_same_term(built: BuiltSite, lang: str) -> None:
+    page = built.page(lang, "terms/pruning")
+    html = page.read_text(encoding="utf-8")
+    links = dict(
+        (hreflang, href)
+        for href, hreflang in re.findall(
+            r'<link rel="alternate" href="([^"]+)" hreflang="([^"]+)">', html
+        )
+    )
+    assert set(links) == {"en", "es", "ru", "x-default"}
+    for other in ("en", "es", "ru"):
+        target = (page.parent / links[other] / "index.html").resolve()
+        assert target == built.page(other, "terms/pruning").resolve()
+    assert links["x-default"] == links["en"]
+
+
+@pytest.mark.parametrize(
+    ("lang", "search_placeholder"), [("en", "Search"), ("es", "Búsqueda"), ("ru", "Поиск")]
+)
+def test_theme_ui_speaks_the_page_language(
+    built: BuiltSite, lang: str, search_placeholder: str
+) -> None:
+    html = built.html(lang, "terms/feature-caching")
+    assert f'<html lang="{lang}"' in html
+    assert f'placeholder="{search_placeholder}"' in html
+
+
+def test_search_index_covers_three_languages(built: BuiltSite) -> None:
+    index = json.loads((built.site / "search" / "search_index.json").read_text("utf-8"))
+    assert index["config"]["lang"] == ["en", "es", "ru"]
+    # Material appends '*' to every query term and lunr does not stem wildcard terms, so the
+    # stemmer must stay out of the index pipeline or whole words stop matching.
+    assert "stemmer" not in index["config"]["pipeline"]
+    locations = {doc["location"] for doc in index["docs"]}
+    assert {"terms/pruning/", "es/terms/pruning/", "ru/terms/feature-caching/"} <= locations
+    worker_langs = built.site / "assets" / "javascripts" / "lunr" / "min"
+    assert (worker_langs / "lunr.es.min.js").is_file() and (
+        worker_langs / "lunr.ru.min.js"
+    ).is_file()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_headings_have_explicit_ids(built: BuiltSite, lang: str) -> None:
+    html = built.html(lang, "terms/feature-caching")
+    ids = re.findall(r'<h2 id="([^"]+)"', html)
+    assert ids[:5] == ["definition", "explanation", "run-it", "benchmark", "sources"]
+    assert not [i for i in ids if re.search(r"_\d+$", i)]
+
+
+@pytest.mark.parametrize(("lang", "number"), [("en", "1.71"), ("es", "1,71"), ("ru", "1,71")])
+def test_benchmark_table_is_localized(built: BuiltSite, lang: str, number: str) -> None:
+    html = built.html(lang, "terms/feature-caching")
+    section = html.split('id="benchmark"')[1].split('id="sources"')[0]
+    assert f"<strong>{number}×</strong>" in section
+    assert section.count("<tr>") == 4 + 3  # header + 3 rows, aims header + 2 aims
+    assert "DDIM 19 steps (same compute)" in section
+    assert "✓" in section and "✗" in section
+    assert 'src="../../../assets/results/feature-caching.png"' in section or (
+        'src="../../assets/results/feature-caching.png"' in section
+    )
+    assert "0123456789ab" in section
+
+
+def test_technique_without_results_shows_no_figures(built: BuiltSite, glossary: Glossary) -> None:
+    fixture_results = {p.stem for p in (site_support.FIXTURES / "results").glob("*.json")}
+    missing = [e for e in glossary.techniques() if e.slug not in fixture_results]
+    assert missing
+    for lang in LANGS:
+        html = built.html(lang, f"terms/{missing[0].slug}")
+        section = html.split('id="benchmark"')[1].split("<h2")[0]
+        text = re.sub(r"<[^>]+>", "", section.split("</h2>", 1)[1])
+        assert not re.search(r"\d", text), text
+        assert "<table>" not in section and "<img" not in section
+
+
+def test_run_command_and_api_of_an_implemented_module(built: BuiltSite) -> None:
+    html = built.html("es", "terms/xss-probe")
+    assert "python -m site_fixture_technique" in html
+    api = html.split('id="api"')[1]
+    assert 'class="doc doc-object doc-function"' in api and "double" in api
+
+
+def test_planned_module_has_no_api_section_rendered(built: BuiltSite, glossary: Glossary) -> None:
+    planned = [e for e in glossary.techniques() if not e.reference.implemented]
+    if not planned:
+        pytest.skip("every technique is implemented")
+    api = built.html("ru", f"terms/{planned[0].slug}").split('id="api"')[1]
+    assert "doc-object" not in api
+    assert planned[0].reference.module in api
+
+
+class _LiveMarkup(html.parser.HTMLParser):
+    """Elements inside <article> that could run code: scripts, foreign images, handlers."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.depth = 0
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "article":
+            self.depth += 1
+        if not self.depth:
+            return
+        values = dict(attrs)
+        if tag in ("script", "svg", "iframe", "object", "embed"):
+            self.found.append(tag)
+        if tag == "img" and "assets/results/" not in (values.get("src") or ""):
+            self.found.append(f"img src={values.get('src')}")
+        for key, value in attrs:
+            if key.startswith("on") or "javascript:" in re.sub(r"\s", "", value or "").lower():
+                self.found.append(f"{tag} {key}={value}")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "article":
+            self.depth -= 1
+
+
+def _live_markup(html: str) -> list[str]:
+    parser = _LiveMarkup()
+    parser.feed(html)
+    return parser.found
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_markup_in_entries_and_results_is_shown_not_executed(built: BuiltSite, lang: str) -> None:
+    for path in ("terms/xss-probe", "index-a-z", "compare", "categories/evaluation", "terms/ddim"):
+        html = built.html(lang, path)
+        assert _live_markup(html) == [], path
+        assert re.search(r"<title>[^<]*</title>", html), path
+    html = built.html(lang, "terms/xss-probe")
+    assert "&lt;script&gt;alert(" in html
+    assert "&lt;img src=x onerror=alert(" in html
+
+
+def _article(html: str) -> str:
+    return html.split("<article", 1)[1].split("</article>", 1)[0]
+
+
+def test_a_z_index_follows_each_language_collation(built: BuiltSite) -> None:
+    for lang in LANGS:
+        html = _article(built.html(lang, "index-a-z"))
+        for section in html.split("<h2")[1:]:
+            names = [
+                re.sub(r"<[^>]+>", "", item).split(" → ")[0].strip()
+                for item in re.findall(r"<li>(.*?)</li>", section, re.S)
+            ]
+            names = [re.sub("&[a-z]+;", "", n) for n in names]
+            assert names == sorted(names, key=sort_key(lang)), (lang, names)
+
+
+def test_comparison_page_lists_every_technique(built: BuiltSite, glossary: Glossary) -> None:
+    for lang in LANGS:
+        html = built.html(lang, "compare")
+        for entry in glossary.techniques():
+            assert f"terms/{entry.slug}/" in html
+
+
+def test_home_pages_are_hand_written_per_language(built: BuiltSite) -> None:
+    for lang, word in (("en", "command line"), ("es", "línea de órdenes"), ("ru", "командной")):
+        text = re.sub(r"<[^>]+>", "", built.html(lang, ""))
+        assert word in text
+        assert "glossary lookup" in text and "python -m reference." in text
+
+
+def test_figures_are_copied_and_linked_from_every_language(built: BuiltSite) -> None:
+    fixture = (site_support.FIXTURES / "results" / "feature-caching.png").read_bytes()
+    for lang in LANGS:
+        page = built.page(lang, "terms/feature-caching")
+        srcs = re.findall(r'<img alt="[^"]*" src="([^"]+)"', page.read_text(encoding="utf-8"))
+        assert len(srcs) == 1
+        assert (page.parent / srcs[0]).resolve().read_bytes() == fixture

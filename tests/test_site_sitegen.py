@@ -1,0 +1,269 @@
+"""Unit tests of the page generator (glossary.sitegen) on fixture entries, without MkDocs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from glossary import sitegen
+from glossary.collation import sort_key
+from glossary.loader import load_glossary
+from glossary.schema import CATEGORIES, LANGS
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "site"
+ENTRIES = FIXTURES / "entries"
+RESULTS = FIXTURES / "results"
+
+
+@pytest.fixture
+def fixture_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the fixture reference module importable (the loader checks implemented modules)."""
+    monkeypatch.syspath_prepend(str(FIXTURES))
+
+
+@pytest.fixture
+def ctx(fixture_path: None) -> sitegen.Context:
+    return sitegen.Context(
+        glossary=load_glossary(ENTRIES),
+        results=sitegen.load_results(RESULTS),
+        module_exists=lambda module: module == "site_fixture_technique",
+    )
+
+
+@pytest.fixture
+def docs(tmp_path: Path, fixture_path: None) -> Path:
+    out = tmp_path / "docs"
+    sitegen.generate(out, entries_dir=ENTRIES, results=RESULTS)
+    return out
+
+
+# ------------------------------------------------------------------------------- escaping
+
+
+@given(st.text(max_size=80))
+def test_escape_text_never_leaves_markup(text: str) -> None:
+    escaped = sitegen.escape_text(text)
+    assert "<" not in escaped and ">" not in escaped
+    assert "\n" not in escaped
+    assert not re.search(r"&(?!amp;|lt;|gt;)", escaped)
+
+
+@given(st.text(alphabet=st.sampled_from("<>&{}[]()`*_ abc/\n:jJ\tscript="), max_size=60))
+def test_escape_markdown_leaves_no_tag_start_outside_code(text: str) -> None:
+    escaped = sitegen.escape_markdown(text)
+    outside = re.sub(r"(`+)(?!`).+?(?<!`)\1(?!`)", "", escaped)  # drop code spans
+    fenced = re.sub(r"^(```|~~~).*?^\1", "", outside, flags=re.S | re.M)
+    assert "<" not in fenced.replace("<https://", "")
+    assert "{" not in fenced
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("a <b>bold</b>", "a &lt;b&gt;bold&lt;/b&gt;"),
+        ("keep `x < y` code", "keep `x < y` code"),
+        ("> quoted <i>", "> quoted &lt;i&gt;"),
+        ("[ok](https://example.org)", "[ok](https://example.org)"),
+        ("[bad](javascript:alert(1))", "[bad]&#40;javascript:alert(1))"),
+        ("[bad](java\tscript:alert(1))", "[bad]&#40;java\tscript:alert(1))"),
+        ("[rel](other.md#x)", "[rel](other.md#x)"),
+        ("para{: onclick=x }", "para&#123;: onclick=x }"),
+        ("&lt;script&gt;", "&amp;lt;script&amp;gt;"),
+        ("AT&T", "AT&T"),
+        ("<https://example.org/a>", "<https://example.org/a>"),
+        ("```python {onclick=x}\n<b>\n```", "```python\n<b>\n```"),
+    ],
+)
+def test_escape_markdown_cases(source: str, expected: str) -> None:
+    assert sitegen.escape_markdown(source) == expected
+
+
+def test_unsafe_reference_definition_is_neutralised() -> None:
+    out = sitegen.escape_markdown("[ref]: javascript:alert(1)\n[ok]: https://example.org")
+    assert out.splitlines() == ["&#91;ref]: javascript:alert(1)", "[ok]: https://example.org"]
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://example.org/a b", "https://example.org/a%20b"),
+        ('https://x.org/")<script>', "https://x.org/%22%29%3Cscript%3E"),
+        ("javascript:alert(1)", None),
+        ("ftp://example.org", None),
+    ],
+)
+def test_safe_url(url: str, expected: str | None) -> None:
+    assert sitegen.safe_url(url) == expected
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+@pytest.mark.parametrize(
+    ("value", "lang", "expected"),
+    [
+        (1.71, "es", "1,71"),
+        (1.71, "ru", "1,71"),
+        (1.71, "en", "1.71"),
+        (812.4, "es", "812,4"),
+        (3.467, "en", "3.467"),
+        (0.000123, "en", "0.000123"),
+        (1234567, "en", "1,234,567"),
+        (1234567, "ru", "1\u00a0234\u00a0567"),
+        (float("nan"), "en", "—"),
+        (True, "en", "—"),
+    ],
+)
+def test_format_number_follows_the_locale(value: float, lang: str, expected: str) -> None:
+    assert sitegen.format_number(value, lang) == expected
+
+
+def test_cross_language_href_is_relative_to_the_page() -> None:
+    assert sitegen._cross_language_href("terms/x", "en", "es", True) == "../../es/terms/x/"
+    assert sitegen._cross_language_href("terms/x", "es", "en", True) == "../../../terms/x/"
+    assert sitegen._cross_language_href("terms/x", "es", "ru", True) == "../../../ru/terms/x/"
+    assert sitegen._cross_language_href("terms/x", "ru", "es", False) == "../../es/terms/x.html"
+
+
+# ---------------------------------------------------------------------------------- pages
+
+
+def test_generate_writes_every_page_in_every_language(docs: Path) -> None:
+    glossary = load_glossary(ENTRIES)
+    for lang in LANGS:
+        for entry in glossary:
+            assert (docs / lang / "terms" / f"{entry.slug}.md").is_file()
+        for category in CATEGORIES:
+            assert (docs / lang / "categories" / f"{category}.md").is_file()
+        for name in ("index-a-z.md", "compare.md", "categories/index.md"):
+            assert (docs / lang / name).is_file()
+    assert (docs / "assets" / "results" / "feature-caching.png").is_file()
+
+
+def test_generate_rewrites_nothing_when_nothing_changed(docs: Path) -> None:
+    page = docs / "es" / "terms" / "pruning.md"
+    before = page.stat().st_mtime_ns
+    report = sitegen.generate(docs, entries_dir=ENTRIES, results=RESULTS)
+    assert report.written == [] and report.removed == []
+    assert report.unchanged > 0
+    assert page.stat().st_mtime_ns == before
+
+
+def test_generate_removes_pages_of_deleted_entries(docs: Path, tmp_path: Path) -> None:
+    entries = tmp_path / "entries"
+    shutil.copytree(ENTRIES, entries)
+    (entries / "xss-probe.yaml").unlink()
+    text = (entries / "ddim.yaml").read_text(encoding="utf-8")
+    (entries / "ddim.yaml").write_text(text, encoding="utf-8")
+    fc = (entries / "feature-caching.yaml").read_text(encoding="utf-8")
+    (entries / "feature-caching.yaml").write_text(
+        fc.replace("related: [ddim, xss-probe]", "related: [ddim]"), encoding="utf-8"
+    )
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy2(RESULTS / "feature-caching.json", results)
+    shutil.copy2(RESULTS / "feature-caching.png", results)
+    report = sitegen.generate(docs, entries_dir=entries, results=results)
+    assert docs / "en" / "terms" / "xss-probe.md" in report.removed
+    assert not (docs / "ru" / "terms" / "xss-probe.md").exists()
+
+
+def test_term_page_has_every_section_with_explicit_ids(ctx: sitegen.Context) -> None:
+    page = sitegen.term_page(ctx.glossary["feature-caching"], "ru", ctx)
+    for anchor in ("definition", "explanation", "run-it", "benchmark", "sources", "related"):
+        assert re.search(rf"^## .+ \{{#{anchor}\}}$", page, re.M), anchor
+    assert "```sh\npython -m reference.feature_caching\n```" in page
+    assert "arXiv: [2312.00858](https://arxiv.org/abs/2312.00858)" in page
+    assert "[`diffusers.hooks.apply_first_block_cache`](https://" in page
+    assert "(ddim.md)" in page and "../../../terms/feature-caching/" in page
+
+
+def test_benchmark_section_uses_locale_numbers_units_and_roles(ctx: sitegen.Context) -> None:
+    es = sitegen.term_page(ctx.glossary["feature-caching"], "es", ctx)
+    result = json.loads((RESULTS / "feature-caching.json").read_text(encoding="utf-8"))
+    assert "Latency (ms)" in es
+    for row in result["rows"]:
+        assert row["name"] in es
+    assert "1,71" in es and "2,14" in es and "812,4 ± 12" in es
+    assert "../../assets/results/feature-caching.png" in es
+    assert "0123456789ab" in es and "python -m reference.feature_caching --bench" in es
+    en = sitegen.term_page(ctx.glossary["feature-caching"], "en", ctx)
+    assert "1.71" in en and "1,71" not in en
+
+
+def test_technique_without_results_says_so_and_invents_nothing(ctx: sitegen.Context) -> None:
+    page = sitegen.term_page(ctx.glossary["pruning"], "en", ctx)
+    benchmark = page.split("{#benchmark}")[1].split("\n## ")[0]
+    assert "No results yet" in benchmark
+    assert not re.search(r"\d", benchmark)
+
+
+def test_api_only_for_implemented_existing_modules(ctx: sitegen.Context) -> None:
+    assert "::: site_fixture_technique" in sitegen.term_page(ctx.glossary["xss-probe"], "en", ctx)
+    planned = sitegen.term_page(ctx.glossary["pruning"], "es", ctx)
+    assert ":::" not in planned
+    assert "`reference.pruning`" in planned
+
+
+def test_concept_page_has_no_run_or_benchmark(ctx: sitegen.Context) -> None:
+    page = sitegen.term_page(ctx.glossary["ddim"], "en", ctx)
+    assert "{#run-it}" not in page and "{#benchmark}" not in page and ":::" not in page
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_z_index_buckets_and_collation(ctx: sitegen.Context, lang: str) -> None:
+    page = sitegen.az_page(lang, ctx)
+    letters = re.findall(r"^## (\S+) \{#", page, re.M)
+    assert len(letters) == len(set(letters))
+    for section in page.split("\n## ")[1:]:
+        names = re.findall(r"^- \*?\[?([^\]*]+)", section, re.M)
+        assert names == sorted(names, key=sort_key(lang))
+    if lang == "es":  # Ñ is a letter of its own, after N
+        assert letters.index("Ñ") == letters.index("M") + 1
+    if lang == "ru":  # Ё files under Е
+        assert "Ё" not in letters and "Ёмкий DDIM" in page.split("## Е ")[1].split("\n## ")[0]
+
+
+def test_compare_page_lists_results_and_missing_techniques(ctx: sitegen.Context) -> None:
+    page = sitegen.compare_page("ru", ctx)
+    row = next(line for line in page.splitlines() if "feature-caching.md" in line)
+    assert "1,71×" in row and "2,14×" in row and "1/2" in row
+    assert "terms/pruning.md" in page.split("\n\n")[-1]
+
+
+def test_category_page_links_its_entries(ctx: sitegen.Context) -> None:
+    page = sitegen.category_page("sampling", "es", ctx)
+    assert page.startswith("# Muestreo")
+    assert "(../terms/feature-caching.md)" in page and "(../terms/ddim.md)" in page
+    assert "pruning" not in page
+
+
+def test_invalid_result_stops_generation_with_the_file_name(tmp_path: Path) -> None:
+    bad = tmp_path / "feature-caching.json"
+    bad.write_text('{"schema_version": 1', encoding="utf-8")
+    with pytest.raises(sitegen.SiteGenError, match=r"feature-caching\.json"):
+        sitegen.load_results(tmp_path)
+    data = json.loads((RESULTS / "feature-caching.json").read_text(encoding="utf-8"))
+    data["figures"] = ["../../etc/passwd.png"]
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(sitegen.SiteGenError, match="figures"):
+        sitegen.load_results(tmp_path)
+
+
+def test_missing_results_directory_means_no_results(tmp_path: Path) -> None:
+    assert sitegen.load_results(tmp_path / "absent").by_slug == {}
+
+
+def test_results_dir_follows_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(sitegen.RESULTS_ENV, str(tmp_path))
+    assert sitegen.results_dir() == tmp_path.resolve()
+    monkeypatch.delenv(sitegen.RESULTS_ENV)
+    assert sitegen.results_dir() == sitegen.DEFAULT_RESULTS_DIR
