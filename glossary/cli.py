@@ -349,7 +349,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     entry = find(g, args.query, args.lang)
     lang = args.lang or _ui_lang
     t = entry.lang[lang]
-    category = CATEGORIES[entry.category][lang]
+    category = CATEGORIES[entry.category][_ui_lang]
     out(f"{t.term}  [{entry.slug}; {kind_label(entry.kind)}, {category}]")
     for code in LANGS:
         if code != lang:

@@ -5,11 +5,15 @@ A query is normalized the same way (and cut to :data:`MAX_QUERY_CHARS`), then:
 
 1. names equal to the normalized query score 100 (exact match, always ranked first);
 2. other names are scored with rapidfuzz's ``WRatio``, a weighted maximum of the plain
-   Levenshtein ratio (typos), token-sort/token-set ratios (word order) and partial ratios
-   (a query that is part of a longer name), the latter scaled down by 0.9-0.95;
-3. each entry keeps its best-scoring name; entries are ranked by score, then by the language of
-   the name (the requested one first, then the preferred ones, e.g. the UI language and English),
-   then by whether it is a preferred term rather than an alias.
+   Levenshtein ratio (typos), token-sort/token-set ratios (word order) and partial ratios (a
+   query that is part of a longer name), the latter scaled down by 0.9-0.95. When the query or
+   the name is shorter than :data:`SHORT` characters, the pair is scored with the plain ratio
+   or 0.75 of the partial ratio instead;
+3. each entry keeps its best-scoring name; entries are ranked by score, then by the plain
+   ratio of the whole strings (of two names that score alike through a partial match, the one
+   closer to the query as a whole wins: "Époda" is a typo of "Época", not of "Poda de Red"),
+   then by the language of the name (the requested one, then the preferred ones such as the UI
+   language and English), then by whether it is a preferred term rather than an alias.
 
 Only ``rapidfuzz.process`` and ``rapidfuzz.fuzz`` are imported: they are compiled extensions
 that do not import numpy, which keeps a cold ``glossary lookup`` fast.
@@ -29,6 +33,13 @@ from .schema import LANGS
 MAX_QUERY_CHARS = 200
 MATCH_THRESHOLD = 72.0
 """Candidates scoring below this are suggestions, not matches."""
+FUZZY_CUTOFF = 40
+"""Scores below this are not even suggestions."""
+SHORT = 5
+SHORT_PARTIAL_WEIGHT = 0.75
+"""A string under SHORT characters found inside a longer one is weak evidence: ``epca`` (a typo
+of ``época``) occurs verbatim in ``deepcache``, and the alias ``dp`` in ``dedpcache``. For such
+pairs a partial match counts 0.75 of its score instead of WRatio's 0.9."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,10 @@ class Index:
         for entry in glossary:
             self.names.append(Name(normalize(entry.slug), entry.slug, entry.slug, "", False))
         self._keys = [n.key for n in self.names]
+        self._short_index = [i for i, k in enumerate(self._keys) if len(k) < SHORT]
+        self._long_index = [i for i, k in enumerate(self._keys) if len(k) >= SHORT]
+        self._short_keys = [self._keys[i] for i in self._short_index]
+        self._long_keys = [self._keys[i] for i in self._long_index]
 
     def search(
         self,
@@ -89,22 +104,46 @@ class Index:
         if not key:
             return []
         scored: dict[int, float] = {i: 100.0 for i, k in enumerate(self._keys) if k == key}
-        for _, score, i in process.extract(
-            key, self._keys, scorer=fuzz.WRatio, processor=None, limit=None, score_cutoff=30
-        ):
+        for i, score in self._fuzzy(key).items():
             if i not in scored:
-                scored[i] = min(float(score), 99.0)
-        best: dict[str, tuple[tuple[float, int, int], Name]] = {}
+                scored[i] = min(score, 99.0)
+        best: dict[str, tuple[tuple[float, float, int, int], Name]] = {}
         for i, score in scored.items():
             name = self.names[i]
             pref = len(order) - order.index(name.lang) if name.lang in order else 0
-            rank = (score, pref, int(name.is_term))
+            rank = (score, fuzz.ratio(key, name.key), pref, int(name.is_term))
             if name.slug not in best or rank > best[name.slug][0]:
                 best[name.slug] = (rank, name)
         ordered = sorted(best.values(), key=lambda item: (item[0], item[1].slug), reverse=True)
         return [
             Candidate(self.glossary[name.slug], rank[0], name) for rank, name in ordered[:limit]
         ]
+
+    def _fuzzy(self, key: str) -> dict[int, float]:
+        """Fuzzy scores (0-100) of the indexed names for a normalized query, above the cutoff.
+
+        A pair with a string shorter than :data:`SHORT` characters (query or name) is scored
+        with the plain ratio or a down-weighted partial ratio; other pairs with WRatio.
+        """
+        scores: dict[int, float] = {}
+        weak = self._keys if len(key) < SHORT else self._short_keys
+        for scorer, weight in ((fuzz.ratio, 1.0), (fuzz.partial_ratio, SHORT_PARTIAL_WEIGHT)):
+            for _, score, i in process.extract(
+                key, weak, scorer=scorer, processor=None, limit=None, score_cutoff=FUZZY_CUTOFF
+            ):
+                j = i if weak is self._keys else self._short_index[i]
+                scores[j] = max(scores.get(j, 0.0), weight * float(score))
+        if len(key) >= SHORT:
+            for _, score, i in process.extract(
+                key,
+                self._long_keys,
+                scorer=fuzz.WRatio,
+                processor=None,
+                limit=None,
+                score_cutoff=FUZZY_CUTOFF,
+            ):
+                scores[self._long_index[i]] = float(score)
+        return scores
 
 
 def resolve(glossary: Glossary, query: str, lang: str | None = None) -> Entry | None:

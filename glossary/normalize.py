@@ -15,6 +15,7 @@ Pitfall: normalization is for matching, never for display; keep the original tex
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 _BREVE = "\u0306"
@@ -32,18 +33,13 @@ def _strip_marks(text: str) -> str:
     return unicodedata.normalize("NFC", "".join(out))
 
 
-def _collapse(text: str) -> str:
-    chars = []
-    for ch in text:
-        cat = unicodedata.category(ch)
-        if ch.isspace() or cat[0] in "PSZC":
-            chars.append(" ")
-        else:
-            chars.append(ch)
-    return " ".join("".join(chars).split())
+_SEPARATORS = re.compile(r"[\W_]+")
+"""Runs of anything but letters and digits: punctuation, symbols, spaces, control characters."""
 
 
 def normalize(text: str) -> str:
     """Fold ``text`` for matching (see the module docstring)."""
     text = unicodedata.normalize("NFKC", text).casefold().replace("ё", "е")
-    return _collapse(_strip_marks(text))
+    if not text.isascii():
+        text = _strip_marks(text)
+    return _SEPARATORS.sub(" ", text).strip()

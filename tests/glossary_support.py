@@ -37,3 +37,26 @@ def problems(directory: Path) -> list[str]:
 def real_entries_complete() -> bool:
     """Whether all 41 real entries exist (tests of the real set skip until then)."""
     return len(list(REAL.glob("*.yaml"))) >= TECHNIQUES + CONCEPTS
+
+
+def datasets() -> list[object]:
+    """pytest params: the fixture entries always, the real ones once all 41 exist."""
+    import pytest
+
+    real = pytest.param(
+        REAL,
+        id="real",
+        marks=pytest.mark.skipif(
+            not real_entries_complete(), reason="the 41 entries are not all written yet"
+        ),
+    )
+    return [pytest.param(VALID, id="fixtures"), real]
+
+
+def private_cache(tmp_path_factory: object) -> object:
+    """Generator for a module-scoped autouse fixture: a private GLOSSARY_CACHE_DIR."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GLOSSARY_CACHE_DIR", str(tmp_path_factory.mktemp("glossary-cache")))  # type: ignore[attr-defined]
+        yield
