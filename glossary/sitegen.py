@@ -173,6 +173,22 @@ def safe_url(url: str) -> str | None:
     return quote(url.strip(), safe=":/?#@!$&*+,;=%~-._[]'")
 
 
+def heading(level: int, title: str, anchor: str) -> str:
+    """A Markdown heading with an explicit id (attr_list), so anchors do not depend on the
+    language: Russian titles would otherwise get ``_1``-style ids."""
+    return f"{'#' * level} {title} {{#{anchor}}}"
+
+
+def admonition(kind: str, title: str) -> str:
+    """The first line of an admonition block with a (translated, trusted) title."""
+    return f'!!! {kind} "{title}"'
+
+
+def table_row(cells: Iterable[str]) -> str:
+    """A Markdown table row."""
+    return "| " + " | ".join(cells) + " |"
+
+
 def indent(text: str, prefix: str = "    ") -> str:
     """Indent every non-empty line (for admonition bodies)."""
     return "\n".join(prefix + line if line.strip() else "" for line in text.splitlines())
@@ -361,7 +377,7 @@ def _cross_language_href(path: str, lang: str, other: str, use_directory_urls: b
 def _run_it(entry: Entry, _: Translate) -> list[str]:
     assert entry.reference is not None
     return [
-        f"## {_('Run it')} {{#run-it}}",
+        heading(2, _("Run it"), "run-it"),
         "",
         _("Run the reference implementation's demonstration from the repository root:"),
         "",
@@ -376,12 +392,12 @@ def _run_it(entry: Entry, _: Translate) -> list[str]:
 
 def _api(entry: Entry, _: Translate, ctx: Context) -> list[str]:
     assert entry.reference is not None
-    lines = [f"## {_('Reference implementation')} {{#api}}", ""]
+    lines = [heading(2, _("Reference implementation"), "api"), ""]
     module = entry.reference.module
     if entry.reference.implemented and ctx.module_exists(module):
         lines += [f"::: {module}", ""]
     else:
-        lines += [f"`{module}`: {_('implementation planned.')}", ""]
+        lines += [f"`{module}`: " + _("implementation planned."), ""]
     return lines
 
 
@@ -427,15 +443,15 @@ def _headline_line(result: dict[str, Any], lang: str, _: Translate) -> list[str]
     head = result.get("headline") or {}
     parts = []
     if head.get("speedup") is not None:
-        text = f"{_('speedup')} **{format_number(head['speedup'], lang)}×**"
+        text = _("speedup") + f" **{format_number(head['speedup'], lang)}×**"
         if head.get("speedup_limit") is not None:
-            text += f" ({_('limit')} {format_number(head['speedup_limit'], lang)}×)"
+            text += " (" + _("limit") + f" {format_number(head['speedup_limit'], lang)}×)"
         parts.append(text)
     if head.get("memory_ratio") is not None:
-        parts.append(f"{_('memory ratio')} **{format_number(head['memory_ratio'], lang)}**")
+        parts.append(_("memory ratio") + f" **{format_number(head['memory_ratio'], lang)}**")
     if head.get("quality_ratio") is not None:
         metric = str(head.get("quality_metric") or "").replace("`", "")
-        text = f"{_('quality ratio')} **{format_number(head['quality_ratio'], lang)}**"
+        text = _("quality ratio") + f" **{format_number(head['quality_ratio'], lang)}**"
         parts.append(text + (f" (`{metric}`)" if metric else ""))
     return [_("Headline:") + " " + " · ".join(parts), ""] if parts else []
 
@@ -445,9 +461,9 @@ def _aims(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
     if not aims:
         return []
     lines = [
-        f"### {_('Aims')} {{#aims}}",
+        heading(3, _("Aims"), "aims"),
         "",
-        f"| {_('Aim')} | {_('Measured')} | {_('Target')} | {_('Result')} |",
+        table_row([_("Aim"), _("Measured"), _("Target"), _("Result")]),
         "|---|---:|---:|---|",
     ]
     symbols = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
@@ -456,7 +472,7 @@ def _aims(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
         target = aim.get("target")
         target_text = f"{comparison} {format_number(target, lang)}".strip() if target else "—"
         measured = aim.get("measured")
-        met = f"✓ {_('met')}" if aim.get("met") else f"✗ {_('not met')}"
+        met = "✓ " + _("met") if aim.get("met") else "✗ " + _("not met")
         lines.append(
             f"| {escape_text(str(aim.get('text', '')))} | "
             f"{format_number(measured, lang) if measured is not None else '—'} | "
@@ -468,7 +484,7 @@ def _aims(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
 def _figures(result: dict[str, Any], entry: Entry, lang: str, _: Translate) -> list[str]:
     lines = []
     for i, name in enumerate(result.get("figures") or [], start=1):
-        alt = f"{_('Figure')} {i}: {entry.term(lang)}"
+        alt = _("Figure") + f" {i}: {entry.term(lang)}"
         lines += [f"![{escape_text(alt)}](../../{FIGURES_DIR}/{name})", ""]
     return lines
 
@@ -485,17 +501,17 @@ def _provenance(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
         f"{name} {prov[name]}" for name in ("python", "torch", "diffusers") if prov.get(name)
     )
     facts = [
-        f"{_('commit')} {commit}",
+        _("commit") + f" {commit}",
         versions,
         str(prov.get("cpu") or ""),
         str(prov.get("platform") or ""),
-        f"{_('threads')}: {prov['threads']}" if prov.get("threads") is not None else "",
+        _("threads") + f": {prov['threads']}" if prov.get("threads") is not None else "",
         format_date(str(prov["date"]), lang) if prov.get("date") else "",
     ]
-    lines = [f"{_('Provenance')}: " + " · ".join(escape_text(f) for f in facts if f) + ".", ""]
+    lines = [_("Provenance") + ": " + " · ".join(escape_text(f) for f in facts if f) + ".", ""]
     command = str(prov.get("command") or "").replace("`", "")
     if command:
-        lines += [f"{_('Reproduce with')}: `{command}`", ""]
+        lines += [_("Reproduce with") + f": `{command}`", ""]
     return lines
 
 
@@ -507,19 +523,19 @@ def _settings(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
     for key, value in settings.items():
         shown = format_number(value, lang) if isinstance(value, int | float) else str(value)
         items.append(f"{escape_text(str(key))} = {escape_text(shown)}")
-    return [f"{_('Settings')}: " + "; ".join(items) + ".", ""]
+    return [_("Settings") + ": " + "; ".join(items) + ".", ""]
 
 
 def benchmark_section(entry: Entry, lang: str, _: Translate, ctx: Context) -> list[str]:
     """The measured results of a technique, or a plain statement that there are none."""
-    lines = [f"## {_('Benchmark')} {{#benchmark}}", ""]
+    lines = [heading(2, _("Benchmark"), "benchmark"), ""]
     result = ctx.results.by_slug.get(entry.slug)
     if result is None:
         return [*lines, _("No results yet: this technique has no measured results."), ""]
     lines += [f"**{escape_text(str(result.get('title') or entry.term(lang)))}**", ""]
     if result.get("quick"):
         lines += [
-            f'!!! warning "{_("Quick configuration")}"',
+            admonition("warning", _("Quick configuration")),
             "",
             "    " + _("These figures come from the small --quick configuration used by tests."),
             "",
@@ -529,11 +545,11 @@ def benchmark_section(entry: Entry, lang: str, _: Translate, ctx: Context) -> li
     lines += _aims(result, lang, _)
     notes = [n for n in result.get("notes") or [] if isinstance(n, str) and n.strip()]
     if notes:
-        lines += [f"### {_('Notes')} {{#notes}}", ""]
+        lines += [heading(3, _("Notes"), "notes"), ""]
         lines += [f"- {escape_markdown(' '.join(n.split()))}" for n in notes] + [""]
     figures = _figures(result, entry, lang, _)
     if figures:
-        lines += [f"### {_('Figures')} {{#figures}}", "", *figures]
+        lines += [heading(3, _("Figures"), "figures"), "", *figures]
     lines += _settings(result, lang, _)
     lines += _provenance(result, lang, _)
     return lines
@@ -560,19 +576,25 @@ def term_page(entry: Entry, lang: str, ctx: Context) -> str:
     ]
     if text.aliases:
         aliases = ", ".join(escape_text(a) for a in text.aliases)
-        lines += [f"**{_('Also known as')}:** {aliases}", ""]
-    lines += [f"## {_('Definition')} {{#definition}}", "", escape_markdown(text.definition), ""]
+        lines += ["**" + _("Also known as") + f":** {aliases}", ""]
+    lines += [heading(2, _("Definition"), "definition"), "", escape_markdown(text.definition), ""]
     if text.note:
-        lines += [f'!!! note "{_("Accuracy note")}"', "", indent(escape_markdown(text.note)), ""]
-    lines += [f"## {_('Explanation')} {{#explanation}}", "", escape_markdown(text.explanation), ""]
+        lines += [admonition("note", _("Accuracy note")), ""]
+        lines += [indent(escape_markdown(text.note)), ""]
+    lines += [
+        heading(2, _("Explanation"), "explanation"),
+        "",
+        escape_markdown(text.explanation),
+        "",
+    ]
     if entry.reference is not None:
         lines += _run_it(entry, _)
         lines += benchmark_section(entry, lang, _, ctx)
     if entry.sources:
-        lines += [f"## {_('Sources')} {{#sources}}", ""]
+        lines += [heading(2, _("Sources"), "sources"), ""]
         lines += [f"1. {cite(s, lang, _)}" for s in entry.sources] + [""]
     if entry.libraries:
-        lines += [f"## {_('Libraries')} {{#libraries}}", ""]
+        lines += [heading(2, _("Libraries"), "libraries"), ""]
         for lib in entry.libraries:
             api = lib.api.replace("`", "")
             url = safe_url(lib.url) if lib.url else None
@@ -581,7 +603,7 @@ def term_page(entry: Entry, lang: str, ctx: Context) -> str:
         lines.append("")
     related = [ctx.glossary[s] for s in entry.related if s in ctx.glossary]
     if related:
-        lines += [f"## {_('Related terms')} {{#related}}", ""]
+        lines += [heading(2, _("Related terms"), "related"), ""]
         lines += [f"- {_term_link(r, lang)}" for r in _sorted(related, lang)] + [""]
     if entry.reference is not None:
         lines += _api(entry, _, ctx)
@@ -639,7 +661,7 @@ def az_page(lang: str, ctx: Context) -> str:
         names += [(alias, (alias, entry, False)) for alias in text.aliases if alias != text.term]
     buckets = alphabetic_buckets(names, lang)
     lines = [
-        f"# {_('A–Z index')}",
+        "# " + _("A–Z index"),
         "",
         _("Every term and its other names, in alphabetical order."),
         "",
@@ -684,7 +706,7 @@ def category_page(category: str, lang: str, ctx: Context) -> str:
 def categories_index(lang: str, ctx: Context) -> str:
     """All categories with their number of entries."""
     _ = translator(lang)
-    lines = [f"# {_('Categories')}", ""]
+    lines = ["# " + _("Categories"), ""]
     for category in CATEGORIES:
         count = len(ctx.glossary.in_category(category))
         label = escape_text(_category_label(category, lang))
@@ -696,7 +718,7 @@ def compare_page(lang: str, ctx: Context) -> str:
     """The headline of every technique's result, side by side."""
     _ = translator(lang)
     lines = [
-        f"# {_('Comparison of techniques')}",
+        "# " + _("Comparison of techniques"),
         "",
         _(
             "The headline of each technique's benchmark on this project's tiny models and CPU: "
@@ -705,8 +727,16 @@ def compare_page(lang: str, ctx: Context) -> str:
             "table, the matched-cost control and the provenance."
         ),
         "",
-        f"| {_('Technique')} | {_('Speedup')} | {_('Limit')} | {_('Memory ratio')} | "
-        f"{_('Quality ratio')} | {_('Aims met')} |",
+        table_row(
+            [
+                _("Technique"),
+                _("Speedup"),
+                _("Limit"),
+                _("Memory ratio"),
+                _("Quality ratio"),
+                _("Aims met"),
+            ]
+        ),
         "|---|---:|---:|---:|---:|---:|",
     ]
     missing = []
@@ -727,14 +757,14 @@ def compare_page(lang: str, ctx: Context) -> str:
             quality += f" (`{str(head['quality_metric']).replace('`', '')}`)"
         aims = result.get("aims") or []
         met = f"{sum(1 for a in aims if a.get('met'))}/{len(aims)}" if aims else "—"
-        quick = f" ({_('quick')})" if result.get("quick") else ""
+        quick = " (" + _("quick") + ")" if result.get("quick") else ""
         lines.append(
             f"| {link}{quick} | {num('speedup', '×')} | {num('speedup_limit', '×')} | "
             f"{num('memory_ratio')} | {quality} | {met} |"
         )
     lines.append("")
     if missing:
-        lines += [f"{_('No measured results yet')}: " + ", ".join(missing) + ".", ""]
+        lines += [_("No measured results yet") + ": " + ", ".join(missing) + ".", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

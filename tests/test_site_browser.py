@@ -152,8 +152,7 @@ def test_entry_markup_does_not_run(page: Any, lang: str) -> None:
 def test_screenshot_of_a_term_page(page: Any, lang: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.goto(f"{site_support.LANG_PREFIX[lang]}terms/feature-caching/")
-    page.locator("img[src$='feature-caching.png']").scroll_into_view_if_needed()
-    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_function("() => [...document.images].every(img => img.complete)")
     path = SCREENSHOTS / f"feature-caching-{lang}.png"
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000
