@@ -2,10 +2,10 @@
 
 Parsing 41 YAML files with a pure-Python, line-tracking loader and loading Babel's locale data
 take several hundred milliseconds; reading one JSON file takes a few. Each cached value is
-stored with a *key* describing everything it was computed from (for entries: the sha256 of
-every entry file's bytes plus the source of the loader and schema); a value is used only when
-the stored key equals the current one, so editing, adding, removing or renaming any file
-invalidates it.
+stored with a *key* describing everything it was computed from (for entries: the name, mtime
+and CRC-32 of the bytes of every entry file, plus the size and mtime of the loader and schema);
+a value is used only when the stored key equals the current one, so editing, adding, removing
+or renaming any file invalidates it.
 
 Files live in ``$GLOSSARY_CACHE_DIR``, else ``$XDG_CACHE_HOME/diffusion-efficiency-glossary``,
 else ``~/.cache/diffusion-efficiency-glossary``. ``GLOSSARY_CACHE=0`` turns caching off. Writes
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +52,8 @@ def write(name: str, key: Any, value: Any) -> None:
     """Store ``value`` under ``name`` with ``key``, atomically; errors are ignored."""
     if not enabled():
         return
+    import tempfile  # only on a cache miss; it costs a few milliseconds to import
+
     directory = cache_dir()
     tmp = None
     try:

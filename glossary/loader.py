@@ -16,9 +16,8 @@ validating never imports torch.
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import importlib.util
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +64,12 @@ class GlossaryError(Exception):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+def _close(word: str, options: list[str], n: int = 1) -> list[str]:
+    import difflib  # only needed when there is a problem to report
+
+    return difflib.get_close_matches(word, options, n=n)
+
+
 def field_name(path: PathKey) -> str:
     """Format a key path as ``lang.es.term`` or ``sources[0].arxiv``."""
     out = ""
@@ -106,7 +111,7 @@ class _FileChecker:
         allowed = [f.name for f in fields]
         for key in value:
             if key not in allowed:
-                close = difflib.get_close_matches(str(key), allowed, n=1)
+                close = _close(str(key), allowed, n=1)
                 hint = (
                     f"did you mean '{close[0]}'?"
                     if close
@@ -485,7 +490,7 @@ def _check_across(files: list[_Parsed], stems: set[str]) -> list[Problem]:
         related = p.data.get("related")
         for i, item in enumerate(related if isinstance(related, list) else []):
             if _ok(item) and schema.SLUG_RE.match(item) and item not in slugs:
-                close = difflib.get_close_matches(item, sorted(slugs), n=1)
+                close = _close(item, sorted(slugs), n=1)
                 add(
                     p,
                     ("related", i),
@@ -633,7 +638,7 @@ def _fingerprint(directory: Path, files: list[Path]) -> list[Any]:
         [f.name, f.stat().st_size, f.stat().st_mtime_ns]
         for f in (code / "loader.py", code / "schema.py", code / "plainyaml.py")
     ]
-    digests = [[f.name, hashlib.sha256(f.read_bytes()).hexdigest()] for f in files]
+    digests = [[f.name, f.stat().st_mtime_ns, zlib.crc32(f.read_bytes())] for f in files]
     return [str(directory.resolve()), stamp, digests]
 
 
@@ -657,8 +662,8 @@ def load_glossary(directory: Path | None = None) -> Glossary:
     """Load and validate the entries of ``directory`` (default: the package's entries).
 
     Raises :class:`GlossaryError` listing every problem if anything is wrong. A valid glossary
-    is cached (:mod:`glossary.cache`), keyed by the sha256 of every entry file, so the next load
-    skips YAML parsing; ``validate`` never uses the cache.
+    is cached (:mod:`glossary.cache`), keyed by the mtime and CRC-32 of every entry file, so
+    the next load skips YAML parsing; ``validate`` never uses the cache.
     """
     directory = Path(directory) if directory is not None else ENTRIES_DIR
     key: list[Any] | None = None
@@ -669,7 +674,7 @@ def load_glossary(directory: Path | None = None) -> Glossary:
         except OSError:
             key = None
         if key is not None:
-            name = "entries-" + hashlib.sha256(key[0].encode()).hexdigest()[:16]
+            name = f"entries-{zlib.crc32(key[0].encode()):08x}"
             cached = _from_cache(directory, key, name)
             if cached is not None:
                 return cached
