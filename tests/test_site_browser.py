@@ -35,8 +35,12 @@ SCREENSHOTS = site_support.REPO / "artifacts" / "screenshots"
 TIMEOUT_MS = 20_000
 
 
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
+    if _in_ci():
         pytest.fail(f"{reason} (CI is set, so this is a failure, not a skip)", pytrace=False)
     pytest.skip(reason)
 
@@ -156,3 +160,12 @@ def test_screenshot_of_a_term_page(page: Any, lang: str) -> None:
     path = SCREENSHOTS / f"feature-caching-{lang}.png"
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000
+
+
+def test_missing_browser_skips_locally_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="chromium is missing"):
+        _unavailable("chromium is missing")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="failure, not a skip"):
+        _unavailable("chromium is missing")
