@@ -470,7 +470,9 @@ def _aims(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
     for aim in aims:
         comparison = symbols.get(str(aim.get("comparison", "")), "")
         target = aim.get("target")
-        target_text = f"{comparison} {format_number(target, lang)}".strip() if target else "—"
+        target_text = (
+            f"{comparison} {format_number(target, lang)}".strip() if target is not None else "—"
+        )
         measured = aim.get("measured")
         met = "✓ " + _("met") if aim.get("met") else "✗ " + _("not met")
         lines.append(

@@ -283,3 +283,18 @@ def test_generated_headings_are_translated(ctx: sitegen.Context, lang: str) -> N
     assert len(english) == len(local) > 8
     assert [pair for pair in zip(english, local, strict=True) if pair[0] == pair[1]] == []
     assert "Accuracy note" not in sitegen.term_page(entry, lang, ctx)
+
+
+def test_result_without_headline_and_zero_target(ctx: sitegen.Context) -> None:
+    result = json.loads((RESULTS / "feature-caching.json").read_text(encoding="utf-8"))
+    result["headline"] = None
+    result["aims"] = [
+        {"text": "no errors", "measured": 0, "target": 0, "comparison": "<=", "met": True}
+    ]
+    ctx.results.by_slug["feature-caching"] = result
+    page = sitegen.term_page(ctx.glossary["feature-caching"], "en", ctx)
+    assert "Headline:" not in page
+    assert "| no errors | 0 | ≤ 0 | ✓ met |" in page
+    compare = sitegen.compare_page("en", ctx)
+    row = next(line for line in compare.splitlines() if "feature-caching.md" in line)
+    assert row.count("—") == 4
