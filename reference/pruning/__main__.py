@@ -1,0 +1,5 @@
+"""``python -m reference.pruning``: see ``--help``."""
+
+from .bench import main
+
+raise SystemExit(main())
