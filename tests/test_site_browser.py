@@ -115,6 +115,42 @@ def test_russian_search_for_caching_finds_feature_caching(page: Any) -> None:
     assert "/ru/terms/feature-caching/" in _search(page, "ru/", "кэширование")
 
 
+_WORKER_QUERY = """async ({pipeline, queries}) => {
+  const config = JSON.parse(document.getElementById("__config").textContent);
+  const base = new URL(config.base, location.href);
+  const index = await (await fetch(new URL("search/search_index.json", base))).json();
+  if (pipeline) index.config.pipeline = pipeline;
+  const worker = new Worker(new URL(config.search, location.href));
+  const ask = message => new Promise(resolve => {
+    worker.onmessage = event => resolve(event.data);
+    worker.postMessage(message);
+  });
+  await ask({type: 0, data: {config: index.config, docs: index.docs, options: {}}});
+  const found = {};
+  for (const query of queries) {
+    const answer = await ask({type: 2, data: query});
+    found[query] = answer.data.items.map(group => group[0].location);
+  }
+  worker.terminate();
+  return found;
+}"""
+
+
+def test_stemmed_index_would_lose_whole_words(page: Any) -> None:
+    """Why the index has no stemmer: Material's worker appends '*' to every query term and
+    lunr does not stem wildcard terms, so with a stemmer whole words stop matching."""
+    page.goto("es/")
+    queries = ["poda", "кэширование"]
+    plain = page.evaluate(_WORKER_QUERY, {"pipeline": None, "queries": queries})
+    stemmed = page.evaluate(
+        _WORKER_QUERY, {"pipeline": ["stemmer", "stopWordFilter", "trimmer"], "queries": queries}
+    )
+    assert "es/terms/pruning/" in plain["poda"]
+    assert "ru/terms/feature-caching/" in plain["кэширование"]
+    assert "es/terms/pruning/" not in stemmed["poda"]
+    assert "ru/terms/feature-caching/" not in stemmed["кэширование"]
+
+
 @pytest.mark.parametrize(("start", "target"), [("es", "ru"), ("ru", "en"), ("en", "es")])
 def test_language_switch_keeps_the_term(page: Any, start: str, target: str) -> None:
     prefix = site_support.LANG_PREFIX
