@@ -458,7 +458,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     if not ref.implemented:
         raise CliError(
-            _("%(slug)s: implementation planned (%(module)s), not written yet")
+            _(
+                "%(slug)s: implementation planned (%(module)s); "
+                "the entry's status is not implemented yet"
+            )
             % {"slug": entry.slug, "module": ref.module}
         )
     if not module_exists(ref.module):

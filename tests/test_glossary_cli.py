@@ -329,7 +329,7 @@ def test_run_planned_concept_and_unknown(capsys: pytest.CaptureFixture[str]) -> 
         1,
         "",
         "glossary: feature-caching: implementation planned "
-        "(reference.feature_caching_fixture), not written yet\n",
+        "(reference.feature_caching_fixture); the entry's status is not implemented yet\n",
     )
     assert run(capsys, *E, "run", "ddim")[2] == (
         "glossary: ddim is a concept; only techniques have an implementation\n"
