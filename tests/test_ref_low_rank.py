@@ -163,3 +163,22 @@ def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
     assert len(exact) == 2 and all(a.met for a in exact)
     for fig in result.figures:
         assert (tmp_path / fig).is_file()
+
+
+@pytest.mark.parametrize("whitened", [False, True])
+def test_closed_form_output_error_matches_direct_computation(whitened: bool) -> None:
+    from reference.low_rank.bench import output_error_curve
+
+    torch.manual_seed(7)
+    lin = nn.Linear(12, 9)
+    x = torch.randn(300, 12) @ torch.randn(12, 12)
+    c = lr.input_second_moment(x, lin)
+    spec = lr.spectrum(lin, c if whitened else None)
+    curve = output_error_curve(lin, c, spec)
+    assert len(curve) == 9 and curve[-1] == pytest.approx(0.0, abs=1e-6)
+    with torch.no_grad():
+        target = lin(x) - lin.bias
+        for r in (1, 4, 8):
+            out = lr.factorize_layer(lin, r, spec)(x) - lin.bias
+            direct = float((out - target).norm() / target.norm())
+            assert curve[r - 1] == pytest.approx(direct, rel=1e-3, abs=1e-6)
