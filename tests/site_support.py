@@ -10,9 +10,11 @@ every field); the results come from ``tests/fixtures/site/results`` (through
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import html.parser
 import http.server
+import json
 import os
 import shutil
 import socket
@@ -117,12 +119,46 @@ def build(root: Path, entries: Path, results: Path) -> BuiltSite:
     )
 
 
+def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A build directory shared by all xdist workers of this test session."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's basetemp; each worker has a popen-gwN below it
+    return base / "site-build"
+
+
 @functools.cache
 def session_build(root: str) -> BuiltSite:
-    """The one build per test process (tests of several modules share it)."""
+    """The one build per test session, shared by test modules and xdist workers.
+
+    The xdist group ``site`` should keep the site tests on one worker, but with pytest 9 and
+    pytest-xdist 3.8 the group is silently ignored, so workers also coordinate through a lock
+    file: the first builds, the others wait and reuse its result.
+    """
     base = Path(root)
-    entries = entries_with_fixture(base, _entries_source())
-    return build(base, entries, FIXTURES / "results")
+    base.mkdir(parents=True, exist_ok=True)
+    record = base / "build.json"
+    with (base.parent / f"{base.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if record.is_file():
+            data = json.loads(record.read_text(encoding="utf-8"))
+            return BuiltSite(
+                base,
+                base / "site",
+                base / "site_src",
+                data["output"],
+                data["seconds"],
+                data["returncode"],
+            )
+        entries = entries_with_fixture(base, _entries_source())
+        built = build(base, entries, FIXTURES / "results")
+        record.write_text(
+            json.dumps(
+                {"output": built.output, "seconds": built.seconds, "returncode": built.returncode}
+            ),
+            encoding="utf-8",
+        )
+        return built
 
 
 def _entries_source() -> Path | None:

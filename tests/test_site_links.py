@@ -61,8 +61,7 @@ def run_lychee(site: Path) -> dict:
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
-    root = tmp_path_factory.getbasetemp() / "site-build"
-    root.mkdir(exist_ok=True)
+    root = site_support.shared_root(tmp_path_factory)
     return site_support.require_ok(site_support.session_build(str(root)))
 
 
