@@ -148,6 +148,24 @@ def test_frozen_groupnorm_is_exact_on_its_input_and_wrong_on_another() -> None:
 
 
 @pytest.mark.slow
+def test_freezing_every_groupnorm_of_a_unet_only_fits_the_calibration_input() -> None:
+    from reference.zoo.specs import TEACHER_CONFIG, build_unet
+
+    torch.manual_seed(2)
+    unet = build_unet(TEACHER_CONFIG).eval()
+    x1, t1, y1 = torch.randn(1, 1, 16, 16), torch.tensor([50]), torch.tensor([3])
+    x2, t2, y2 = torch.randn(1, 1, 16, 16) * 0.2, torch.tensor([900]), torch.tensor([7])
+    frozen = cf.freeze_groupnorms(unet, lambda m: m(x1, t1, class_labels=y1))
+    n_gn = sum(isinstance(m, nn.GroupNorm) for m in unet.modules())
+    assert sum(isinstance(m, cf.FrozenGroupNorm) for m in frozen.modules()) == n_gn
+    with torch.no_grad():
+        ref1, ref2 = unet(x1, t1, class_labels=y1).sample, unet(x2, t2, class_labels=y2).sample
+        out1, out2 = frozen(x1, t1, class_labels=y1).sample, frozen(x2, t2, class_labels=y2).sample
+    assert float((out1 - ref1).norm() / ref1.norm()) < 1e-5
+    assert float((out2 - ref2).norm() / ref2.norm()) > 0.05
+
+
+@pytest.mark.slow
 def test_unet_qkv_and_norm_affine_fusion_equals_original() -> None:
     from reference.zoo.specs import TEACHER_CONFIG, build_unet
 

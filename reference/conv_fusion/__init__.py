@@ -38,9 +38,9 @@ Why GroupNorm cannot be folded
 Diffusion U-Nets (DDPM, Stable Diffusion, the zoo teacher) normalise with **GroupNorm** (Wu & He
 2018, arXiv:1803.08494). Its mean and variance are computed from the current input, per sample
 and group, at inference too: they are not constants, so no fixed ``(W', b')`` reproduces them.
-:func:`groupnorm_fold_error` demonstrates it: freezing GroupNorm statistics measured on one input
-(as BN folding would) is exact on that input and wrong on any other. What *can* be fused in
-such networks:
+:func:`groupnorm_fold_error` (one layer) and :func:`freeze_groupnorms` (the whole U-Net)
+demonstrate it: GroupNorm statistics frozen on one input (what folding would need) are exact on
+that input and wrong on any other. What *can* be fused in such networks:
 
 * the GroupNorm's own affine ``gamma, beta`` into a **linear** map that directly follows it - in
   diffusers' attention block ``group_norm -> to_q / to_k / to_v`` with nothing in between
@@ -96,8 +96,10 @@ from .fold import (
     max_abs_diff,
 )
 from .groupnorm import (
+    FrozenGroupNorm,
     GroupNormFoldError,
     fold_attention_norm_affine,
+    freeze_groupnorms,
     frozen_groupnorm,
     fuse_unet_attention,
     groupnorm_fold_error,
@@ -107,6 +109,7 @@ __all__ = [
     "TOLERANCE",
     "BenchConfig",
     "ConvReLU",
+    "FrozenGroupNorm",
     "FusionReport",
     "GroupNormFoldError",
     "ToyBNDenoiser",
@@ -118,6 +121,7 @@ __all__ = [
     "fold_attention_norm_affine",
     "fold_bn_weights",
     "fold_conv_bn",
+    "freeze_groupnorms",
     "frozen_groupnorm",
     "fuse_conv_bn_relu",
     "fuse_unet_attention",

@@ -20,28 +20,72 @@ class GroupNormFoldError:
     on_other_input: float
 
 
-def frozen_groupnorm(gn: nn.GroupNorm, x_calib: torch.Tensor) -> Callable[[torch.Tensor], Any]:
+class FrozenGroupNorm(nn.Module):
+    """A GroupNorm whose statistics were frozen: ``y = scale * x + shift`` per channel.
+
+    This is what folding a GroupNorm into a neighbouring linear layer would require (a fixed
+    per-channel affine map, like an eval-mode BatchNorm). It is exact only for the input its
+    statistics came from.
+    """
+
+    def __init__(self, scale: torch.Tensor, shift: torch.Tensor, spatial_dims: int) -> None:
+        super().__init__()
+        shape = (1, -1, *([1] * spatial_dims))
+        self.register_buffer("scale", scale.reshape(shape))
+        self.register_buffer("shift", shift.reshape(shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x.double() * self.scale + self.shift).to(x.dtype)
+
+
+def frozen_groupnorm(gn: nn.GroupNorm, x_calib: torch.Tensor) -> FrozenGroupNorm:
     """GroupNorm with its mean and variance frozen to those of one sample ``x_calib [1, C, ...]``.
 
-    This is what folding GroupNorm into a neighbouring linear layer would require: a per-channel
-    scale and shift that do not depend on the input. Returns ``x -> s * x + t``.
+    Returns a :class:`FrozenGroupNorm`: ``s * x + t`` with ``s = gamma / sqrt(var + eps)`` and
+    ``t = beta - mean * s`` computed from ``x_calib``'s group statistics.
     """
     if x_calib.shape[0] != 1:
         raise ValueError("frozen_groupnorm: calibrate on one sample ([1, C, ...])")
     c, g = gn.num_channels, gn.num_groups
-    xs = x_calib.double().reshape(g, -1)
+    xs = x_calib.detach().double().reshape(g, -1)
     mean = xs.mean(1).repeat_interleave(c // g)
     var = xs.var(1, unbiased=False).repeat_interleave(c // g)
     gamma = torch.ones(c, dtype=torch.float64) if gn.weight is None else gn.weight.double()
     beta = torch.zeros(c, dtype=torch.float64) if gn.bias is None else gn.bias.double()
-    scale = gamma / torch.sqrt(var + gn.eps)
-    shift = beta - mean * scale
-    shape = (1, c, *([1] * (x_calib.dim() - 2)))
+    scale = gamma.detach() / torch.sqrt(var + gn.eps)
+    return FrozenGroupNorm(scale, beta.detach() - mean * scale, x_calib.dim() - 2)
 
-    def apply(x: torch.Tensor) -> torch.Tensor:
-        return (x.double() * scale.reshape(shape) + shift.reshape(shape)).to(x.dtype)
 
-    return apply
+@torch.no_grad()
+def freeze_groupnorms(model: nn.Module, run: Callable[[nn.Module], Any]) -> nn.Module:
+    """A copy of ``model`` with every GroupNorm frozen to its statistics during ``run(model)``.
+
+    ``run`` must feed exactly one sample (statistics are per sample). The copy is what a
+    "GroupNorm-folded" network would compute.
+    """
+    import copy
+
+    out = copy.deepcopy(model).eval()
+    seen: dict[str, torch.Tensor] = {}
+
+    def record(name: str, inputs: tuple[torch.Tensor, ...]) -> None:
+        seen.setdefault(name, inputs[0].detach())  # a hook must return None
+
+    hooks = [
+        m.register_forward_hook(lambda mod, i, o, n=n: record(n, i))
+        for n, m in out.named_modules()
+        if isinstance(m, nn.GroupNorm)
+    ]
+    try:
+        run(out)
+    finally:
+        for h in hooks:
+            h.remove()
+    for name, x in seen.items():
+        parent, _, child = name.rpartition(".")
+        gn = out.get_submodule(name)
+        setattr(out.get_submodule(parent) if parent else out, child, frozen_groupnorm(gn, x))
+    return out
 
 
 @torch.no_grad()
