@@ -1,0 +1,140 @@
+"""reference.schedulers: our DDIM and DPM-Solver++(2M) against diffusers step for step, against
+the exact probability-flow ODE of Gaussian data, NFE accounting, the CLI's errors, the benchmark."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from reference import schedulers as sch
+
+MU, S2 = 0.3, 0.25  # data x0 ~ N(MU, S2) per pixel: the exact denoiser is known
+
+
+def gaussian_eps_fn(abar: torch.Tensor):
+    """E[eps | x_t] for x0 ~ N(MU, S2): sqrt(1 - a) (x - sqrt(a) MU) / (a S2 + 1 - a)."""
+
+    def eps_fn(x: torch.Tensor, t: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        a = abar[t.long()].view(-1, 1, 1, 1).to(x.dtype)
+        return (1 - a).sqrt() * (x - a.sqrt() * MU) / (a * S2 + 1 - a)
+
+    return eps_fn
+
+
+def _abar() -> torch.Tensor:
+    return sch.make_scheduler("ddim").alphas_cumprod.to(torch.float64)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 7, 10, 15, 25, 50, 100, 1000])
+def test_trailing_timesteps_equal_diffusers(n: int) -> None:
+    ours = sch.trailing_timesteps(n)
+    assert ours[0] == 999 and len(ours) == n and bool((ours[:-1] > ours[1:]).all())
+    for name in ("ddim", "dpmpp2m", "unipc", "ddpm"):
+        theirs = sch.make_scheduler(name)
+        theirs.set_timesteps(n)
+        assert torch.equal(ours, theirs.timesteps.to(torch.int64)), name
+
+
+@pytest.mark.parametrize("name", ["ddim", "dpmpp2m"])
+@pytest.mark.parametrize("clip", [False, True])
+def test_minimal_schedulers_equal_diffusers_step_for_step(name: str, clip: bool) -> None:
+    noise = torch.randn(6, 1, 16, 16, generator=torch.Generator().manual_seed(0))
+    eps_fn = gaussian_eps_fn(_abar())
+    for n in (1, 2, 4, 10, 25, 50, 100):  # N dividing 1000: see the module's pitfalls
+        ours, theirs = sch.make_minimal(name, clip=clip), sch.make_scheduler(name, clip=clip)
+        assert sch.max_step_difference(ours, theirs, eps_fn, noise, n) <= 1e-5, n
+
+
+def test_minimal_schedulers_equal_diffusers_on_a_unet() -> None:
+    from reference.harness import model_eps_fn
+    from reference.zoo import SPECS
+
+    torch.manual_seed(0)
+    unet = SPECS["teacher"].build_model().eval()
+    noise = torch.randn(3, 1, 16, 16, generator=torch.Generator().manual_seed(1))
+    eps_fn = model_eps_fn(unet)
+    for name in ("ddim", "dpmpp2m"):
+        diff = sch.max_step_difference(
+            sch.make_minimal(name), sch.make_scheduler(name), eps_fn, noise, 5
+        )
+        assert diff <= 1e-5, name
+
+
+def _exact_x0(noise: torch.Tensor, abar_t: float) -> torch.Tensor:
+    # The probability-flow ODE of Gaussian data is linear:
+    # x0 = MU + s (x_T - a MU) / sqrt(a^2 s^2 + 1 - a^2), with a = sqrt(abar_T)
+    a = math.sqrt(abar_t)
+    return MU + math.sqrt(S2) * (noise - a * MU) / math.sqrt(abar_t * S2 + 1 - abar_t)
+
+
+def _ode_error(name: str, n: int, noise: torch.Tensor) -> float:
+    abar = _abar()
+    scheduler = sch.make_minimal(name, clip=False)
+    scheduler.set_timesteps(n)
+    x = noise.double()
+    eps_fn = gaussian_eps_fn(abar)
+    for t in scheduler.timesteps:
+        x = scheduler.step(eps_fn(x, t.expand(len(x)), t.expand(len(x))), t, x).prev_sample
+    return float((x - _exact_x0(noise.double(), float(abar[999]))).abs().max())
+
+
+def test_solvers_converge_to_the_exact_ode_solution_and_dpmpp_converges_faster() -> None:
+    noise = torch.randn(64, 1, 4, 4, generator=torch.Generator().manual_seed(2))
+    ddim = [_ode_error("ddim", n, noise) for n in (10, 20, 40)]
+    dpm = [_ode_error("dpmpp2m", n, noise) for n in (10, 20, 40)]
+    assert ddim[0] > ddim[1] > ddim[2] and dpm[0] > dpm[1] > dpm[2]
+    assert all(d < e for d, e in zip(dpm, ddim, strict=True))
+    # DDIM is first order: halving the step size halves the error.
+    assert 1.7 < ddim[1] / ddim[2] < 2.3
+    # DPM-Solver++(2M) is far more accurate at equal NFE (its first and last steps are first
+    # order, so the asymptotic rate is not a clean 4x per halving on 1000 discrete timesteps).
+    assert dpm[1] < ddim[1] / 10
+
+
+@pytest.mark.parametrize("name", list(sch.SCHEDULERS))
+def test_every_scheduler_calls_the_model_once_per_step(name: str) -> None:
+    from reference.harness import count_nfe, sample
+
+    eps = count_nfe(gaussian_eps_fn(_abar()))
+    noise = torch.randn(2, 1, 16, 16, generator=torch.Generator().manual_seed(3))
+    for n in (1, 3, 10):
+        eps.nfe = 0
+        x = sample(eps, sch.make_scheduler(name), noise, steps=n)
+        assert eps.nfe == n * sch.model_calls_per_step(name) and torch.isfinite(x).all()
+
+
+def test_minimal_scheduler_rejects_a_wrong_timestep() -> None:
+    s = sch.make_minimal("ddim")
+    s.set_timesteps(4)
+    x = torch.zeros(1, 1, 2, 2)
+    with pytest.raises(ValueError, match="expected timestep 999"):
+        s.step(x, torch.tensor(500), x)
+
+
+def test_bad_arguments_give_one_clear_error() -> None:
+    with pytest.raises(SystemExit) as info:
+        sch.main(["--schedulers", "heun"])
+    assert str(info.value).startswith("error: unknown scheduler 'heun'; choose from ddpm")
+    with pytest.raises(SystemExit) as info:
+        sch.main(["--nfe", "0"])
+    assert str(info.value) == "error: NFE must be in [1, 1000], got 0"
+    with pytest.raises(SystemExit) as info:
+        sch.main(["--samples", "1"])
+    assert str(info.value) == "error: need at least 2 samples for the FDD, got 1"
+
+
+@pytest.mark.slow
+def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
+    from reference.harness import validate_result
+
+    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
+    result = sch.benchmark(quick=True, progress=False)
+    assert validate_result(result.to_dict()) == []
+    assert result.slug == "scheduler-tradeoff" and result.quick
+    assert {r.role for r in result.rows} == {"baseline", "technique", "control", "reference"}
+    exact = [a for a in result.aims if "max abs diff" in a.text]
+    assert len(exact) == 2 and all(a.met for a in exact)
+    for fig in result.figures:
+        assert (tmp_path / fig).is_file()
