@@ -1,0 +1,5 @@
+"""``python -m reference.gradient_checkpointing`` (see ``--help``)."""
+
+from .cli import main
+
+raise SystemExit(main())

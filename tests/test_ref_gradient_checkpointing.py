@@ -1,0 +1,206 @@
+"""Gradient checkpointing: exact gradients, exact retained-memory laws, meter, CLI, benchmark."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from reference.gradient_checkpointing import (
+    ActivationMeter,
+    chain_loss,
+    checkpoint_modules,
+    even_segments,
+    main,
+    make_chain,
+    peak_activation_bytes,
+    prepare,
+    remove_module_checkpoints,
+    sqrt_segments,
+    staged_forward,
+    unet_stages,
+)
+from reference.gradient_checkpointing.bench import POLICIES, chain_point
+from reference.gradient_checkpointing.policies import check_stageable, unet_module_types
+from reference.harness import bytes_saved_for_backward
+
+pytestmark = pytest.mark.xdist_group("gradient_checkpointing")
+
+
+def fresh_unet(**overrides: object) -> torch.nn.Module:
+    """An untrained U-Net of the zoo teacher's configuration (weights do not matter here)."""
+    from diffusers import UNet2DModel
+
+    from reference.zoo.specs import TEACHER_CONFIG
+
+    torch.manual_seed(0)
+    return UNet2DModel(**{**TEACHER_CONFIG, **overrides}).train()
+
+
+def inputs(batch: int = 4) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(batch, 1, 16, 16, generator=gen)
+    t = torch.randint(0, 1000, (batch,), generator=gen)
+    y = torch.randint(0, 11, (batch,), generator=gen)
+    return x, t, y
+
+
+def gradients(model: torch.nn.Module, forward, seed: int = 0) -> list[torch.Tensor]:
+    model.zero_grad(set_to_none=True)
+    torch.manual_seed(seed)
+    forward().square().mean().backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    return max(float((x - y).abs().max()) for x, y in zip(a, b, strict=True))
+
+
+def test_staged_forward_without_checkpoints_is_the_diffusers_forward() -> None:
+    unet = fresh_unet().eval()
+    x, t, y = inputs()
+    with torch.no_grad():
+        expected = unet(x, t, class_labels=y).sample
+        assert torch.equal(staged_forward(unet, x, t, y), expected)
+    names = [name for name, _ in unet_stages(unet)]
+    assert names[0] == "conv_in" and names[-1] == "head" and "mid_block" in names
+
+
+@pytest.fixture(scope="module")
+def plain_run() -> tuple[torch.nn.Module, tuple, list[torch.Tensor], int]:
+    """The U-Net, its inputs, the plain gradients and the plain retained bytes (computed once)."""
+    unet = fresh_unet()
+    x, t, y = inputs(2)
+    base, plain = prepare(unet, "none")
+    grads = gradients(base, lambda: plain(x, t, y))
+    saved = bytes_saved_for_backward(lambda: plain(x, t, y).square().mean())
+    return unet, (x, t, y), grads, saved
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", POLICIES[1:])
+def test_every_policy_gives_the_gradients_of_plain_backprop(policy: str, plain_run) -> None:
+    unet, (x, t, y), expected, saved_plain = plain_run
+    model, forward = prepare(unet, policy)
+    assert max_diff(gradients(model, lambda: forward(x, t, y)), expected) <= 1e-6
+    saved = bytes_saved_for_backward(lambda: forward(x, t, y).square().mean())
+    assert saved < saved_plain
+
+
+@pytest.mark.slow
+def test_dropout_needs_the_rng_state_restored_for_exact_gradients() -> None:
+    unet = fresh_unet(dropout=0.3)
+    x, t, y = inputs(2)
+
+    def forward_of(m: torch.nn.Module):
+        return lambda: m(x, t, class_labels=y).sample
+
+    expected = gradients(unet, forward_of(unet))
+    kept = copy.deepcopy(unet)
+    assert checkpoint_modules(kept, unet_module_types(), preserve_rng_state=True)
+    assert max_diff(gradients(kept, forward_of(kept)), expected) <= 1e-6
+    lost = copy.deepcopy(unet)
+    checkpoint_modules(lost, unet_module_types(), preserve_rng_state=False)
+    assert max_diff(gradients(lost, forward_of(lost)), expected) > 1e-3
+    # the same holds for segments of stages
+    n = len(unet_stages(unet))
+    segs = even_segments(n, sqrt_segments(n))
+    staged = gradients(unet, lambda: staged_forward(unet, x, t, y, segs))
+    assert max_diff(staged, expected) <= 1e-6
+    assert remove_module_checkpoints(lost) > 0
+    assert not any("forward" in vars(m) for m in lost.modules())
+
+
+@pytest.mark.parametrize("n", [4, 16, 25])
+def test_chain_retained_memory_follows_the_exact_count(n: int) -> None:
+    """Each block keeps its input and tanh output; a checkpointed segment keeps its input.
+
+    none: 2n + 1 (the final square keeps y); per block: (n - 1) inputs + 2 + 1;
+    k = sqrt(n) segments of m blocks: (k - 1) inputs + 2m + 1.
+    """
+    width, batch = 8, 16
+    unit = width * batch * 4
+    chain = make_chain(n, width)
+    x = torch.randn(batch, width)
+    k = sqrt_segments(n)
+    expected = {1: 2 * n + 1, n: n + 2, k: (k - 1) + 2 * (n - (k - 1) * (n // k)) + 1}
+    for segments, units in expected.items():
+        saved, peak = chain_point(chain, x, segments)
+        assert saved == units * unit
+        assert peak >= saved
+
+
+def test_chain_checkpointing_keeps_gradients_and_rejects_bad_segments() -> None:
+    chain, x = make_chain(9, 8), torch.randn(4, 8)
+    ref = gradients(chain, lambda: chain_loss(chain, x, 1))
+    assert max_diff(gradients(chain, lambda: chain_loss(chain, x, 3)), ref) <= 1e-6
+    with pytest.raises(ValueError, match="segments must be between 1 and 9"):
+        chain_loss(chain, x, 10)
+    with pytest.raises(ValueError, match="segments must be between 1 and 9"):
+        even_segments(9, 0)
+
+
+def test_meter_counts_live_bytes_exactly() -> None:
+    a = torch.ones(256)
+    with ActivationMeter([a]) as meter:
+        b = a * 2  # 1 KiB
+        c = b.view(16, 16)  # a view: same storage, not counted again
+        d = b + 1  # 1 KiB more
+        assert meter.live == 2048
+        del b, c, d
+        assert meter.live == 0
+    assert meter.peak == 2048
+
+    def step() -> None:
+        tmp = [a * i for i in range(4)]
+        del tmp
+
+    assert peak_activation_bytes(step, [a]) == 4 * 1024
+
+
+def test_unsupported_models_are_rejected_clearly() -> None:
+    with pytest.raises(ValueError, match="needs a diffusers UNet2DModel"):
+        check_stageable(torch.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="unknown policy 'bogus'"):
+        prepare(fresh_unet(), "bogus")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--batch", "0"], "--batch must be >= 1"),
+        (["--policies", "none,everything"], "unknown policy 'everything'"),
+        (["--repeats", "0"], "--repeats must be >= 1"),
+        (["--quick"], "--quick only applies with --bench"),
+    ],
+)
+def test_bad_arguments_give_one_clear_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_quick_benchmark_writes_a_valid_result(
+    tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reference.gradient_checkpointing import benchmark
+    from reference.harness import validate_result
+
+    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
+    result = benchmark(quick=True)
+    assert validate_result(result.to_dict()) == []
+    assert result.quick and result.slug == "gradient-checkpointing"
+    assert all((tmp_path / f).is_file() for f in result.figures)
+    rows = {r.name: r.values for r in result.rows}
+    base = next(r.values for r in result.rows if r.role == "baseline")
+    for values in rows.values():
+        assert values["grad_max_abs_diff"] <= 1e-5
+    techniques = [r.values for r in result.rows if r.role == "technique"]
+    assert all(v["activation_mb"] < base["activation_mb"] for v in techniques)
+    assert result.headline is not None and result.headline.memory_ratio < 1
