@@ -1,0 +1,5 @@
+"""``python -m reference.feature_caching``: see ``--help``."""
+
+from .bench import main
+
+raise SystemExit(main())

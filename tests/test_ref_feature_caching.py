@@ -1,0 +1,210 @@
+"""reference.feature_caching: the written-out U-Net forward equals diffusers' exactly, interval 1
+equals no caching, the cached step reuses exactly the deep feature, the cost model, the exact
+condition caches (embedding LRU, cross-attention K/V), diffusers' hooks in their exact settings,
+the CLI's clean errors and the quick benchmark."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from reference import feature_caching as fc
+from reference.feature_caching import deepcache as dc
+
+
+@pytest.fixture(scope="module")
+def unet() -> torch.nn.Module:
+    from reference.zoo.specs import TEACHER_CONFIG, build_unet
+
+    torch.manual_seed(0)
+    model = build_unet(TEACHER_CONFIG).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
+
+
+def _inputs(n: int = 5, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 1, 16, 16, generator=gen)
+    return x, torch.full((n,), 640, dtype=torch.long), torch.arange(n) % 11
+
+
+@pytest.mark.parametrize("branch", [1, 2, 3])
+def test_written_out_forward_equals_diffusers_forward_exactly(unet, branch: int) -> None:
+    x, t, y = _inputs()
+    with torch.no_grad():
+        ref = unet(x, t, class_labels=y).sample
+        out = fc.unet_forward(unet, x, t, y, branch=branch)
+    assert torch.equal(out.eps, ref)
+    # the cached feature is the input of up block U_m: its resolution halves per level
+    assert out.deep_feature.shape[-1] == 16 // 2 ** (branch - 1)
+
+
+@pytest.mark.parametrize("branch", [1, 2])
+def test_cached_step_on_the_same_input_reproduces_the_full_step(unet, branch: int) -> None:
+    x, t, y = _inputs(seed=1)
+    with torch.no_grad():
+        full = fc.unet_forward(unet, x, t, y, branch=branch)
+        emb = fc.condition_embedding(unet, t, y, x.shape[0])
+        cached = fc.shallow_forward(unet, x, emb, full.deep_feature, branch=branch)
+        other = fc.shallow_forward(unet, x + 0.1, emb, full.deep_feature, branch=branch)
+    assert torch.equal(cached, full.eps)
+    assert not torch.equal(other, full.eps)  # the shallow branch does see the new input
+
+
+@pytest.mark.slow
+def test_interval_one_equals_no_caching_over_a_whole_trajectory(unet) -> None:
+    from reference import zoo
+    from reference.harness import class_labels, make_noise, model_eps_fn, sample
+
+    noise, labels = make_noise(3, seed=3), class_labels(3)
+    plain = sample(model_eps_fn(unet), zoo.teacher_scheduler(), noise, steps=5, labels=labels)
+    eps = fc.DeepCacheEps(unet, interval=1)
+    cached = sample(eps, zoo.teacher_scheduler(), noise, steps=5, labels=labels)
+    assert torch.equal(plain, cached)
+    assert eps.full_calls == eps.calls == 5
+    eps3 = fc.DeepCacheEps(unet, interval=3)
+    approx = sample(eps3, zoo.teacher_scheduler(), noise, steps=5, labels=labels)
+    assert eps3.full_calls == fc.full_steps(5, 3) == 2 and eps3.calls == 5
+    assert approx.shape == plain.shape
+
+
+def test_cache_refuses_a_changed_batch(unet) -> None:
+    x, t, y = _inputs(4)
+    eps = fc.DeepCacheEps(unet, interval=2)
+    with torch.no_grad():
+        eps(x, t, y)
+        with pytest.raises(ValueError, match="batch size changed"):
+            eps(x[:2], t[:2], y[:2])
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+def test_bad_interval_and_branch_raise_one_clear_error(unet, bad) -> None:
+    with pytest.raises(ValueError, match="interval must be an integer >= 1"):
+        fc.DeepCacheEps(unet, interval=bad)
+    with pytest.raises(ValueError, match=r"branch must be in 1\.\.3"):
+        fc.DeepCacheEps(unet, interval=2, branch=4)
+
+
+def test_cost_model(unet) -> None:
+    f = fc.skipped_flop_fraction(unet, branch=1, batch=1)
+    assert 0.0 < f < 1.0
+    assert fc.skipped_flop_fraction(unet, branch=2, batch=1) < f  # deeper branch: less is skipped
+    assert fc.speedup_limit(f, 1) == pytest.approx(1.0)
+    assert fc.speedup_limit(0.6, 3) == pytest.approx(1 / (1 - 0.6 * 2 / 3))
+    # N -> infinity: the limit tends to 1 / (1 - f)
+    assert fc.speedup_limit(0.6, 10**9) == pytest.approx(2.5, rel=1e-6)
+    # 50 steps, N = 3: 17 full + 33 cached steps at cost (1 - f) each
+    assert fc.relative_cost(50, 3, 0.6) == pytest.approx(17 + 33 * 0.4)
+    assert fc.matched_ddim_steps(50, 3, 0.6) == round(17 + 33 * 0.4)
+    assert fc.matched_ddim_steps(50, 1, 0.6) == 50
+    # the limit is the ratio of costs when steps is a multiple of N
+    assert 30 / fc.relative_cost(30, 3, f) == pytest.approx(fc.speedup_limit(f, 3))
+    assert math.isclose(fc.full_steps(50, 5), 10)
+
+
+def test_condition_embedding_cache_is_exact_and_lru(unet) -> None:
+    from reference.feature_caching.conditioning import LRU
+
+    _, t, y = _inputs(6)
+    cache = fc.ConditionEmbeddingCache(unet, maxsize=8)
+    with torch.no_grad():
+        ref = fc.condition_embedding(unet, t, y, 6)
+        first = cache(t, y, 6)
+        second = cache(t, y, 6)
+    assert torch.allclose(first, ref, atol=1e-6, rtol=0)
+    assert torch.equal(first, second)
+    assert (cache.lru.misses, cache.lru.hits) == (6, 6)
+    lru = LRU(2)
+    lru.put("a", 1)
+    lru.put("b", 2)
+    assert lru.get("a") == 1  # "a" becomes most recent, so "b" is evicted next
+    lru.put("c", 3)
+    assert lru.get("b") is None and lru.get("a") == 1 and lru.get("c") == 3
+    with pytest.raises(ValueError, match="cache size"):
+        LRU(0)
+
+
+def test_cross_attention_kv_cache_equals_diffusers_attention() -> None:
+    torch.manual_seed(0)
+    toy = fc.CrossAttentionToy().eval()
+    labels = torch.tensor([3, 1, 3, 7])
+    kv = fc.KVCache()
+    with torch.no_grad():
+        for step in range(3):
+            x = torch.randn(4, 64, 96)
+            plain = toy(x, labels)  # diffusers Attention with encoder_hidden_states
+            cached = toy(x, labels, kv)
+            assert torch.allclose(plain, cached, atol=1e-6, rtol=0), step
+        key, value = fc.cross_attention_kv(toy.attn, toy.context(labels))
+        direct = fc.cross_attention_with_kv(toy.attn, x, key, value)
+    assert torch.equal(direct, plain)
+    # three distinct labels (counted once per call): computed on the first call, then hits
+    assert kv.lru.misses == 3 and kv.lru.hits == 3 * 2
+
+
+@pytest.mark.slow
+def test_diffusers_hooks_in_their_exact_settings_equal_the_plain_dit() -> None:
+    from reference import zoo
+    from reference.feature_caching.dit_hooks import first_block_cache, pyramid_attention_broadcast
+    from reference.harness import class_labels, make_noise, model_eps_fn, sample
+    from reference.zoo.specs import DIT_CONFIG, build_dit
+
+    torch.manual_seed(0)
+    state = build_dit(DIT_CONFIG).state_dict()
+
+    def dit() -> torch.nn.Module:
+        m = build_dit(DIT_CONFIG).eval()
+        m.load_state_dict(state)
+        return m
+
+    noise, labels = make_noise(2, seed=0), class_labels(2)
+    plain = sample(model_eps_fn(dit()), zoo.teacher_scheduler(), noise, steps=4, labels=labels)
+    # threshold 0: every step differs by more than 0, so all blocks always run
+    fbc = first_block_cache(dit(), threshold=0.0)
+    # skip range 1: recompute attention every step
+    pab = pyramid_attention_broadcast(dit(), skip_range=1)
+    for eps in (fbc, pab):
+        eps.reset()
+        out = sample(eps, zoo.teacher_scheduler(), noise, steps=4, labels=labels)
+        assert torch.equal(out, plain), eps.kind
+    assert fbc.full_calls == 4
+    # a huge threshold skips every step after the first
+    lazy = first_block_cache(dit(), threshold=1e9)
+    lazy.reset()
+    sample(lazy, zoo.teacher_scheduler(), noise, steps=4, labels=labels)
+    assert lazy.full_calls == 1
+
+
+def test_cli_rejects_bad_arguments_with_one_line() -> None:
+    with pytest.raises(SystemExit) as info:
+        fc.main(["--interval", "0"])
+    assert str(info.value) == "error: --interval must be >= 1, got 0"
+    with pytest.raises(SystemExit) as info:
+        fc.main(["--steps", "0"])
+    assert str(info.value) == "error: --steps must be >= 1, got 0"
+
+
+def test_unsupported_model_is_rejected() -> None:
+    with pytest.raises(ValueError, match="is not a diffusers UNet2DModel"):
+        dc.check_supported(torch.nn.Linear(2, 2))
+
+
+@pytest.mark.slow
+def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
+    from reference.harness import validate_result
+    from reference.zoo import ZooError
+
+    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
+    try:
+        result = fc.benchmark(quick=True)
+    except ZooError as exc:
+        pytest.skip(f"zoo not trained yet: {exc}")
+    assert validate_result(result.to_dict()) == []
+    assert result.slug == "feature-caching" and result.quick
+    assert {r.role for r in result.rows} == {"baseline", "technique", "control", "reference"}
+    assert result.headline is not None and result.headline.speedup_limit > 1.0
+    for fig in result.figures:
+        assert (tmp_path / fig).is_file()
