@@ -1,0 +1,86 @@
+"""reference.mixture_of_experts: dense equivalence at k = E without capacity, the Switch
+load-balancing loss on a hand-computed case, capacity dropping the right tokens, timestep
+experts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from reference import mixture_of_experts as moe
+
+
+def test_top_k_equal_to_all_experts_without_capacity_is_the_weighted_sum() -> None:
+    torch.manual_seed(0)
+    layer = moe.MoEFeedForward(dim=12, hidden=24, num_experts=4, k=4, capacity_factor=None)
+    x = torch.randn(2, 5, 12)
+    with torch.no_grad():
+        out = layer(x)
+        tokens = x.reshape(-1, 12)
+        probs = torch.softmax(layer.router(tokens), dim=-1)
+        dense = sum(probs[:, e, None] * ex(tokens) for e, ex in enumerate(layer.experts))
+    assert torch.allclose(out.reshape(-1, 12), dense, atol=1e-6, rtol=0)
+    assert bool(layer.last_routing.kept.all())
+
+
+def test_load_balancing_loss_on_a_hand_computed_case() -> None:
+    probs = torch.tensor([[0.7, 0.3], [0.4, 0.6], [0.9, 0.1]])
+    first = probs.argmax(-1)  # experts 0, 1, 0
+    # f = (2/3, 1/3), P = (2/3, 1/3): E * sum f P = 2 * (4/9 + 1/9) = 10/9
+    assert float(moe.load_balancing_loss(probs, first)) == pytest.approx(10 / 9)
+    uniform = torch.full((4, 4), 0.25)
+    assert float(moe.load_balancing_loss(uniform, torch.arange(4))) == pytest.approx(1.0)
+    collapsed = torch.tensor([[1.0, 0.0]] * 3)
+    assert float(moe.load_balancing_loss(collapsed, torch.zeros(3, dtype=torch.long))) == 2.0
+
+
+def test_capacity_keeps_first_choices_in_token_order_then_second_choices() -> None:
+    assert moe.expert_capacity(8, 4, 1, 1.0) == 2
+    assert moe.expert_capacity(8, 4, 2, 1.25) == 5
+    assert moe.expert_capacity(8, 4, 2, None) == 8
+    top1 = torch.tensor([[0], [0], [1], [0]])
+    assert moe.capacity_mask(top1, 2, capacity=2).squeeze(1).tolist() == [True, True, True, False]
+    top2 = torch.tensor([[0, 1], [0, 1], [1, 0]])
+    # rank 0: t0->0, t1->0, t2->1 all fit; rank 1: t0->1 fits (2nd slot), t1->1 and t2->0 drop
+    assert moe.capacity_mask(top2, 2, capacity=2).tolist() == [
+        [True, True],
+        [True, False],
+        [True, False],
+    ]
+
+
+def test_dropped_tokens_get_no_expert_output() -> None:
+    torch.manual_seed(1)
+    layer = moe.MoEFeedForward(dim=6, hidden=8, num_experts=2, k=1, capacity_factor=0.5)
+    with torch.no_grad():
+        layer.router.weight.zero_()
+        layer.router.weight[0, 0] = 10.0  # every token with x[0] > 0 prefers expert 0
+        x = torch.randn(8, 6).abs()  # all prefer expert 0; capacity = ceil(0.5 * 8 / 2) = 2
+        out = layer(x)
+        kept = layer.last_routing.kept.squeeze(1)
+        expected = layer.last_routing.gates[:2] * layer.experts[0](x[:2])
+    assert layer.last_routing.capacity == 2
+    assert kept.tolist() == [True, True] + [False] * 6
+    assert torch.allclose(out[:2], expected, atol=1e-6, rtol=0)
+    assert torch.equal(out[2:], torch.zeros(6, 6))
+
+
+def test_bad_top_k_and_capacity_raise() -> None:
+    with pytest.raises(ValueError, match=r"top-k must be in 1\.\.3"):
+        moe.MoEFeedForward(4, 8, num_experts=3, k=4)
+    with pytest.raises(ValueError, match="capacity_factor must be > 0"):
+        moe.expert_capacity(8, 2, 1, 0.0)
+
+
+def test_timestep_experts_pick_by_noise_level_without_a_router() -> None:
+    torch.manual_seed(2)
+    layer = moe.TimestepExpertFeedForward(dim=6, hidden=8, boundaries=(500,))
+    x = torch.randn(4, 3, 6)
+    t = torch.tensor([0, 499, 500, 999])
+    assert layer.expert_index(t).tolist() == [0, 0, 1, 1]
+    with torch.no_grad():
+        mixed = layer(x, t)
+        rows = [layer.experts[int(i)](x[j]) for j, i in enumerate(layer.expert_index(t))]
+        one_t = layer(x, torch.full((4,), 800))
+    assert torch.allclose(mixed, torch.stack(rows), atol=1e-6, rtol=0)
+    assert torch.equal(one_t, layer.experts[1](x))
