@@ -24,6 +24,7 @@ from reference.reparameterization.variance import (
     decompose,
     estimate,
     loss_draws,
+    trace_ratio_ci,
     variance_ratio_ci,
 )
 
@@ -179,14 +180,18 @@ def test_decomposition_is_exact_on_constructed_losses() -> None:
 
 def test_gradient_moments_match_torch_cov() -> None:
     g = torch.randn(50, 7, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    m = GradientMoments(torch.ones(7, dtype=torch.float64) / 7**0.5)
+    directions = torch.eye(7, dtype=torch.float64)[:3]
+    m = GradientMoments(directions)
     for row in g:
         m.add(row, 0.0)
     assert m.trace_cov() == pytest.approx(float(torch.cov(g.T).trace()), rel=1e-10)
-    proj = g @ m.direction
+    proj = g[:, 0]
     assert m.projection_var() == pytest.approx(float(proj.var()), rel=1e-10)
     expected = float(g.mean(0).square().sum()) - m.trace_cov() / 50
     assert m.mean_norm_sq() == pytest.approx(expected, rel=1e-10)
+    assert torch.equal(m.sketch(), g[:, :3])
+    lo, hi = trace_ratio_ci(m, m)
+    assert lo <= 1.0 <= hi
 
 
 @pytest.mark.slow

@@ -15,7 +15,8 @@ kinds of comparison are made, and they must not be confused:
 The loss variance is measured on the trained zoo teacher (forward passes only); the gradient
 variance on a small U-Net, from the full parameter gradient of every draw: its covariance trace
 (sum of per-parameter variances, accumulated in float64) and the variance of its projection on a
-fixed random unit direction.
+fixed random unit direction; 16 random directions form a sketch of the trace whose draws can be
+bootstrapped for a confidence interval.
 """
 
 from __future__ import annotations
@@ -181,22 +182,26 @@ def decompose(
 
 @dataclass
 class GradientMoments:
-    """Running first and second moments of flattened gradients (float64) and a projection."""
+    """Running moments of flattened gradients (float64) and their projections.
 
-    direction: torch.Tensor
+    ``directions``: ``[K, n]`` fixed random unit vectors; row 0 gives the single-projection
+    variance, all rows a sketch of the trace for bootstrap intervals (:func:`trace_ratio_ci`).
+    """
+
+    directions: torch.Tensor
     count: int = 0
     total: torch.Tensor | None = None
     total_sq: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
-        self.projections: list[float] = []
+        self.projections: list[torch.Tensor] = []
         self.losses: list[float] = []
 
     def add(self, grad: torch.Tensor, loss: float) -> None:
         g = grad.double()
         self.total = g.clone() if self.total is None else self.total + g
         self.total_sq = g.square() if self.total_sq is None else self.total_sq + g.square()
-        self.projections.append(float(g @ self.direction))
+        self.projections.append(self.directions @ g)
         self.losses.append(loss)
         self.count += 1
 
@@ -212,19 +217,38 @@ class GradientMoments:
         assert self.total is not None
         return float((self.total / self.count).square().sum()) - self.trace_cov() / self.count
 
+    def sketch(self) -> torch.Tensor:
+        """``[R, K]`` projections of every draw on the fixed directions."""
+        return torch.stack(self.projections)
+
     def projection_var(self) -> float:
-        return float(torch.tensor(self.projections, dtype=torch.float64).var())
+        """Variance of the projection on the first fixed random direction."""
+        return float(self.sketch()[:, 0].var())
+
+
+def trace_ratio_ci(
+    base: GradientMoments, other: GradientMoments, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """95% bootstrap interval of ``tr Cov(base) / tr Cov(other)`` from the projection sketches."""
+    gen = torch.Generator().manual_seed(seed)
+    a, b = base.sketch(), other.sketch()
+    ia = torch.randint(len(a), (resamples, len(a)), generator=gen)
+    ib = torch.randint(len(b), (resamples, len(b)), generator=gen)
+    ratios = a[ia].var(1).sum(-1) / b[ib].var(1).sum(-1)
+    ratios = ratios[torch.isfinite(ratios)]
+    lo, hi = torch.quantile(ratios, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
+    return lo, hi
 
 
 def flat_grad(model: torch.nn.Module) -> torch.Tensor:
     return torch.cat([p.grad.reshape(-1) for p in model.parameters() if p.grad is not None])
 
 
-def random_direction(model: torch.nn.Module, seed: int = 0) -> torch.Tensor:
-    """A fixed random unit vector in parameter space (float64)."""
+def random_directions(model: torch.nn.Module, k: int = 16, seed: int = 0) -> torch.Tensor:
+    """``k`` fixed random unit vectors in parameter space (float64, ``[k, n]``)."""
     n = sum(p.numel() for p in model.parameters())
-    v = torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-    return v / v.norm()
+    v = torch.randn(k, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return v / v.norm(dim=1, keepdim=True)
 
 
 def gradient_moments(
@@ -239,8 +263,8 @@ def gradient_moments(
     Several estimators that share a draw (the same minibatch, different weightings) are
     differentiated from one forward pass.
     """
-    direction = random_direction(model)
-    moments = {k: GradientMoments(direction) for k in keys}
+    directions = random_directions(model)
+    moments = {k: GradientMoments(directions) for k in keys}
     for _ in range(draws):
         losses = losses_of_draw(generator)
         for i, key in enumerate(keys):
