@@ -1,0 +1,76 @@
+"""Grid search of sampler x steps x guidance scale for the best quality per cost.
+
+The idea
+--------
+A diffusion model's inference cost and quality are set less by its weights than by a handful
+of *inference hyperparameters*: the sampler (DDIM, DPM-Solver++, UniPC), the number of steps
+and the classifier-free guidance scale (which doubles the rows the denoiser evaluates). Grid
+search evaluates every combination of a few values per axis and keeps the configurations on
+the **Pareto front** of quality versus latency: those that no other configuration beats on both.
+With two objectives there is no single "best"; the front shows the trade-off, and a deployment
+picks the cheapest point whose quality is acceptable.
+
+Math: the grid is the Cartesian product ``S x N x G``; a point ``p`` is dominated when some ``q``
+has ``FDD(q) <= FDD(p)`` and ``latency(q) <= latency(p)`` with one inequality strict. The cost
+of the search is ``|S| |N| |G|`` evaluations, exponential in the number of axes: Bergstra &
+Bengio (2012, JMLR 13:281-305) showed that random search finds equally good points with far
+fewer trials when only a few axes matter, and TPE (Bergstra et al. 2011, NeurIPS) models good
+regions adaptively. The benchmark replays both against the full grid from cached values.
+
+Running it on many machines
+---------------------------
+Optuna's ``GridSampler`` with an RDB storage (``--storage sqlite:///study.db``, or any
+SQLAlchemy URL such as ``postgresql://user@host/db``) and ``load_if_exists=True`` lets the same
+command run on any number of machines: each worker asks the storage for a grid point nobody
+has claimed. Killed workers are handled with **heartbeats** (the choice made here): a RUNNING
+trial whose worker stopped sending heartbeats for ``--grace`` seconds is marked FAIL by
+``optuna.storages.fail_stale_trials`` and re-queued with its grid point by
+``RetryHeartbeatStaleTrialCallback``; the worker loop of :mod:`.search` additionally waits
+instead of duplicating a point that another worker is still running. Re-enqueueing failed
+points by hand (``study.enqueue_trial``) is the fallback for trials that failed by exception.
+
+Pitfalls
+--------
+* FDD is biased by the number of samples: every point uses the same ``n`` and the same noise.
+* Latency of one run on a shared CPU is noisy: the chosen point is re-measured interleaved
+  against the default before any speedup is claimed.
+* ``GridSampler`` numbers points after a seeded shuffle: all workers must use the same seed.
+* SQLite over a network file system is not safe for concurrent writers; use a server database
+  for many machines.
+
+In production: ``optuna.samplers.GridSampler`` + ``optuna.storages.RDBStorage`` (this module),
+Ray Tune's ``tune.grid_search``, or W&B sweeps ``method: grid``.
+"""
+
+from __future__ import annotations
+
+from .analysis import best_so_far_curves, pareto_front
+from .bench import benchmark, main
+from .objective import (
+    DEFAULT_POINT,
+    FULL_SPACE,
+    QUICK_SPACE,
+    SAMPLERS,
+    model_objective,
+    toy_objective,
+)
+from .search import GridStatus, completed_table, grid_points, grid_status, open_study, run_worker
+
+__all__ = [
+    "DEFAULT_POINT",
+    "FULL_SPACE",
+    "QUICK_SPACE",
+    "SAMPLERS",
+    "GridStatus",
+    "benchmark",
+    "best_so_far_curves",
+    "completed_table",
+    "grid_points",
+    "grid_status",
+    "main",
+    "model_objective",
+    "open_study",
+    "pareto_front",
+    "run_worker",
+    "toy_objective",
+]

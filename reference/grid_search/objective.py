@@ -1,0 +1,117 @@
+"""What one grid point costs and how good it is: sample with the zoo teacher, measure FDD and
+latency. Also a cheap deterministic ``toy`` objective for protocol tests (no model)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+SAMPLERS: dict[str, tuple[str, dict[str, Any]]] = {
+    "ddim": ("DDIMScheduler", {}),
+    "dpmpp2m": (
+        "DPMSolverMultistepScheduler",
+        {"solver_order": 2, "algorithm_type": "dpmsolver++"},
+    ),
+    "unipc": ("UniPCMultistepScheduler", {"solver_order": 2}),
+}
+"""Sampler name -> diffusers scheduler class and options (all on the zoo's noise schedule)."""
+
+DEFAULT_POINT: dict[str, Any] = {"sampler": "ddim", "steps": 50, "guidance": 1.0}
+"""The default configuration the search must beat: DDIM, 50 steps, no guidance."""
+
+FULL_SPACE: dict[str, list[Any]] = {
+    "sampler": list(SAMPLERS),
+    "steps": [4, 8, 12, 20, 50],
+    "guidance": [1.0, 1.5, 2.5],
+}
+QUICK_SPACE: dict[str, list[Any]] = {
+    "sampler": ["ddim", "dpmpp2m"],
+    "steps": [2, 4],
+    "guidance": [1.0],
+}
+
+
+def check_point(point: Mapping[str, Any]) -> None:
+    """ValueError naming the bad field of a grid point."""
+    if point["sampler"] not in SAMPLERS:
+        raise ValueError(f"unknown sampler {point['sampler']!r}; known: {', '.join(SAMPLERS)}")
+    if int(point["steps"]) < 1:
+        raise ValueError(f"steps must be >= 1, got {point['steps']}")
+    if float(point["guidance"]) < 0:
+        raise ValueError(f"guidance must be >= 0, got {point['guidance']}")
+
+
+@lru_cache(maxsize=1)
+def _teacher() -> Any:
+    from reference import zoo
+
+    return zoo.load_teacher()
+
+
+def scheduler_for(name: str) -> Any:
+    """A fresh diffusers scheduler for sampler ``name`` on the zoo's noise schedule."""
+    from reference import zoo
+
+    cls, options = SAMPLERS[name]
+    return zoo.teacher_scheduler(cls, **options)
+
+
+def sample_point(point: Mapping[str, Any], n: int, seed: int = 0) -> tuple[Any, Any]:
+    """``(samples, NFE counter)`` of the zoo teacher at ``point`` from ``make_noise(n, seed)``."""
+    import torch
+
+    from reference.harness import class_labels, count_nfe, make_noise, model_eps_fn, sample
+
+    check_point(point)
+    counter = count_nfe(model_eps_fn(_teacher()))
+    with torch.inference_mode():
+        x = sample(
+            counter,
+            scheduler_for(str(point["sampler"])),
+            make_noise(n, seed),
+            steps=int(point["steps"]),
+            labels=class_labels(n),
+            guidance_scale=float(point["guidance"]),
+            seed=seed,
+        )
+    return x, counter
+
+
+def model_objective(n: int, seed: int = 0) -> Any:
+    """Objective for :func:`~.search.run_worker`: FDD, latency of one run, NFE, rows/image."""
+
+    def evaluate(point: Mapping[str, Any]) -> dict[str, float]:
+        from reference.harness import frechet_digits_distance
+
+        start = time.perf_counter()
+        x, counter = sample_point(point, n, seed)
+        latency_ms = (time.perf_counter() - start) * 1000
+        return {
+            "fd_digits": frechet_digits_distance(x),
+            "latency_ms": latency_ms,
+            "nfe": float(counter.nfe),
+            "rows_per_image": counter.rows / n,
+        }
+
+    return evaluate
+
+
+def toy_objective(sleep_s: float = 0.2) -> Any:
+    """A deterministic stand-in (quality falls with steps, cost grows with rows) that sleeps
+    ``sleep_s`` per trial, so that a worker can be killed mid-study in tests."""
+
+    def evaluate(point: Mapping[str, Any]) -> dict[str, float]:
+        check_point(point)
+        time.sleep(sleep_s)
+        steps, g = int(point["steps"]), float(point["guidance"])
+        rows = steps * (1 if g == 1.0 else 2)
+        bias = {"ddim": 1.0, "dpmpp2m": 0.6, "unipc": 0.7}[str(point["sampler"])]
+        return {
+            "fd_digits": bias / math.sqrt(steps) + abs(g - 1.5) * 0.1,
+            "latency_ms": 10.0 * rows,
+        }
+
+    return evaluate

@@ -1,0 +1,170 @@
+"""reference.grid_search: the crash-safe worker protocol (kill -9 and restart), the Pareto
+front against brute force, the strategy replay, bad arguments, the quick benchmark."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from reference import grid_search as gs
+
+ROOT = Path(__file__).resolve().parents[1]
+SPACE = {"sampler": ["ddim", "dpmpp2m"], "steps": [4, 10, 50], "guidance": [1.0]}  # CLI quick
+
+
+def _worker(db: Path, *extra: str) -> subprocess.Popen:
+    cmd = [
+        sys.executable,
+        "-m",
+        "reference.grid_search",
+        "--search",
+        "--objective",
+        "toy",
+        "--sleep",
+        "0.6",
+        "--storage",
+        f"sqlite:///{db}",
+        "--study",
+        "s",
+        "--heartbeat",
+        "1",
+        "--grace",
+        "2",
+        "--out",
+        str(db.parent),
+        *extra,
+    ]
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _trials(db: Path) -> list[optuna.trial.FrozenTrial]:
+    try:
+        return optuna.load_study(study_name="s", storage=f"sqlite:///{db}").get_trials()
+    except KeyError:  # the study does not exist yet
+        return []
+
+
+def test_killed_worker_loses_and_repeats_no_grid_point(tmp_path: Path) -> None:
+    db = tmp_path / "study.db"
+    proc = _worker(db)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # kill -9 while a trial runs, after >= 2 completed
+            states = [t.state for t in _trials(db)]
+            if states.count(TrialState.COMPLETE) >= 2 and TrialState.RUNNING in states:
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            if proc.poll() is not None:
+                pytest.fail(f"worker exited early: {proc.communicate()[0][-2000:]}")
+            time.sleep(0.05)
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"worker did not reach the kill point: {proc.communicate()[0][-2000:]}")
+        proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        assert [t.state for t in _trials(db)].count(TrialState.RUNNING) == 1  # left behind
+        restart = _worker(db)
+        out, _ = restart.communicate(timeout=120)
+        assert restart.returncode == 0, out
+    finally:
+        for p in (proc, locals().get("restart")):
+            if p is not None and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    trials = _trials(db)
+    complete = [tuple(sorted(t.params.items())) for t in trials if t.state == TrialState.COMPLETE]
+    expected = {tuple(sorted(p.items())) for p in gs.grid_points(SPACE)}
+    assert sorted(complete) == sorted(expected)  # every point exactly once, no duplicates
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    assert len(failed) == 1  # the killed trial, marked stale, and retried under a new number
+    retried = [t for t in trials if t.system_attrs.get("failed_trial") == failed[0].number]
+    assert len(retried) == 1 and retried[0].state == TrialState.COMPLETE
+    assert retried[0].params == failed[0].params
+    assert not any(t.state == TrialState.RUNNING for t in trials)
+
+
+def test_pareto_front_matches_brute_force() -> None:
+    rng = np.random.default_rng(0)
+    rows = [{"q": float(a), "c": float(b)} for a, b in rng.integers(0, 8, size=(40, 2))]
+    front = gs.pareto_front(rows, ["q", "c"])
+    for r in rows:
+        dominated = any(
+            o["q"] <= r["q"]
+            and o["c"] <= r["c"]
+            and o != r
+            and (o["q"] < r["q"] or o["c"] < r["c"])
+            for o in rows
+        )
+        assert (r in front) == (not dominated)
+    assert [r["c"] for r in front] == sorted(r["c"] for r in front)
+    assert all(a["q"] >= b["q"] for a, b in itertools.pairwise(front))
+
+
+def test_grid_status_counts_and_strategy_replay(tmp_path: Path) -> None:
+    space = {"sampler": ["ddim", "unipc"], "steps": [2, 3], "guidance": [1.0, 2.0]}
+    assert len(gs.grid_points(space)) == 8
+    study = gs.open_study(f"sqlite:///{tmp_path / 't.db'}", "t", space, heartbeat=1, grace=2)
+    status = gs.run_worker(study, space, gs.toy_objective(0.0))
+    assert (status.complete, status.total, status.duplicates, status.free) == (8, 8, 0, 0)
+    table = {
+        (r["guidance"], r["sampler"], r["steps"]): r["fd_digits"] for r in gs.completed_table(study)
+    }
+    curves = gs.best_so_far_curves(table, space, budget=8, seeds=[0, 1])
+    assert set(curves) == {"grid", "random", "tpe"}
+    for c in curves.values():
+        assert len(c) == 8 and np.all(np.diff(c) <= 0) and c[-1] >= min(table.values())
+    assert curves["grid"][-1] == min(table.values())  # the full grid always finds the best
+
+
+def test_bad_arguments_give_one_clear_line() -> None:
+    with pytest.raises(SystemExit) as info:
+        gs.main(["--search", "--objective", "toy", "--n", "1"])
+    assert str(info.value) == "error: --n must be >= 2, got 1"
+    with pytest.raises(SystemExit) as info:
+        gs.main(
+            [
+                "--search",
+                "--objective",
+                "toy",
+                "--heartbeat",
+                "5",
+                "--grace",
+                "5",
+                "--storage",
+                "sqlite:///:memory:",
+            ]
+        )
+    assert str(info.value) == "error: need heartbeat >= 1 and grace > heartbeat, got 5, 5"
+    with pytest.raises(ValueError, match="unknown sampler 'heun'"):
+        gs.toy_objective(0)({"sampler": "heun", "steps": 4, "guidance": 1.0})
+
+
+@pytest.mark.slow
+def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
+    from reference.harness import validate_result
+
+    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
+    result = gs.benchmark(quick=True)
+    assert validate_result(result.to_dict()) == []
+    assert result.slug == "grid-search" and result.quick
+    assert {"baseline", "technique", "control"} <= {r.role for r in result.rows}
+    for fig in result.figures:
+        assert (tmp_path / fig).is_file()
+    assert not list(tmp_path.glob("*.db"))  # the temporary study is removed
