@@ -84,3 +84,55 @@ def test_timestep_experts_pick_by_noise_level_without_a_router() -> None:
         one_t = layer(x, torch.full((4,), 800))
     assert torch.allclose(mixed, torch.stack(rows), atol=1e-6, rtol=0)
     assert torch.equal(one_t, layer.experts[1](x))
+
+
+@pytest.mark.parametrize(
+    ("ffn", "extra"),
+    [
+        ("dense", {}),
+        ("moe", {"num_experts": 4, "top_k": 1, "capacity_factor": None}),
+        ("timestep", {"boundaries": [500]}),
+    ],
+)
+def test_tiny_dit_shapes_and_equal_flops_per_token(ffn: str, extra: dict) -> None:
+    from reference.mixture_of_experts.bench import active_parameters, flops_per_token
+
+    torch.manual_seed(3)
+    dense = moe.TinyDiT(ffn="dense", dim=24, depth=2, heads=2, mlp_hidden=48)
+    model = moe.TinyDiT(ffn=ffn, dim=24, depth=2, heads=2, mlp_hidden=48, **extra)
+    x = torch.randn(3, 1, 16, 16)
+    (eps,) = model(x, torch.tensor([10, 500, 900]), class_labels=torch.tensor([0, 5, 10]))
+    assert eps.shape == x.shape
+    # active parameters equal the dense model's (plus the router for MoE) ...
+    router = 24 * 4 * 2 if ffn == "moe" else 0
+    assert active_parameters(model) == active_parameters(dense) + router
+    # ... and so do the FLOPs per token, up to the router's d x E product per token and layer
+    assert flops_per_token(model) == pytest.approx(flops_per_token(dense) + 2 * router, rel=1e-9)
+    if ffn == "moe":
+        assert 0.0 < float(model.aux_loss()) <= 4.0  # E * sum f P lies in (0, E]
+
+
+def test_cli_rejects_bad_arguments_with_one_line() -> None:
+    with pytest.raises(SystemExit) as info:
+        moe.main(["--top-k", "3", "--experts", "2"])
+    assert str(info.value) == "error: --top-k must be in 1..2, got 3"
+    with pytest.raises(SystemExit) as info:
+        moe.main(["--experts", "0"])
+    assert str(info.value) == "error: --experts must be >= 1, got 0"
+
+
+@pytest.mark.slow
+def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
+    from reference.harness import validate_result
+    from reference.zoo import ZooError
+
+    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
+    try:
+        result = moe.benchmark(quick=True)
+    except ZooError as exc:
+        pytest.skip(f"MoE zoo models not trained yet: {exc}")
+    assert validate_result(result.to_dict()) == []
+    assert result.slug == "mixture-of-experts" and result.quick
+    assert {r.role for r in result.rows} == {"baseline", "technique"}
+    for fig in result.figures:
+        assert (tmp_path / fig).is_file()

@@ -1,13 +1,45 @@
-"""Mixture of experts: many expert networks, few active per token (work in progress).
+"""Mixture of experts (MoE): many expert networks, only a few of them active for each token.
 
-Implemented so far: the sparse MoE feed-forward layer (:mod:`.layers`): router, top-k gating,
-expert capacity with token dropping and the Switch load-balancing loss (Fedus et al. 2021,
-arXiv:2101.03961; GShard, Lepikhin et al. 2020, arXiv:2006.16668; in diffusion transformers:
-DiT-MoE, Fei et al. 2024, arXiv:2407.11633), and routing-free timestep experts (eDiff-I, Balaji
-et al. 2022, arXiv:2211.01324). Still to come: the small DiT-style denoiser, its zoo models
-(dense vs MoE at equal active FLOPs), the benchmark and the command line.
+Idea
+----
+A transformer spends most of its parameters in the feed-forward networks (FFNs). A sparse MoE
+layer keeps ``E`` expert FFNs and a small *router* that sends every token to its top-``k``
+experts (``k`` = 1 or 2). Parameters grow ``E``-fold while the compute per token stays that of
+``k`` FFNs: capacity without cost, in FLOPs.
+
+Math (:mod:`.layers`)
+---------------------
+``p = softmax(x W_r)``; the token's output is ``sum_{e in topk(p)} g_e FFN_e(x)`` with ``g = p``
+(Switch Transformer, Fedus et al. 2021, arXiv:2101.03961, ``k = 1``) or ``p`` renormalised over
+the chosen experts (GShard, Lepikhin et al. 2020, arXiv:2006.16668, ``k = 2``). Each expert takes
+at most ``C = ceil(capacity_factor * T * k / E)`` of the ``T`` tokens; the rest are *dropped*
+(the residual connection carries them). Training adds ``alpha * E * sum_i f_i P_i`` (Switch's
+load-balancing loss: ``f_i`` share of tokens routed to ``i``, ``P_i`` mean router probability)
+so that the router does not collapse onto a few experts.
+
+Diffusion models use MoE in two ways: token-routed MoE inside DiT blocks (DiT-MoE, Fei et al.
+2024, arXiv:2407.11633) and *timestep experts* - separate denoisers (or FFNs) for high and low
+noise, chosen by ``t`` with no router at all (eDiff-I, Balaji et al. 2022, arXiv:2211.01324;
+Wan 2.2's high-/low-noise experts). Both are here, in the tiny DiT of :mod:`.denoiser`, trained
+as zoo models (:mod:`.zoo_specs`) next to a dense twin with the same FLOPs per token.
+
+Pitfalls
+--------
+* Equal FLOPs are not equal latency: routing is a gather, a per-expert loop and a scatter. On a
+  CPU with tiny experts this overhead dominates; MoE pays off with large experts sharded over
+  devices (expert parallelism), where memory, not FLOPs, is the price.
+* Capacity too low drops tokens (quality); too high wastes padded compute on accelerators.
+  Inference often runs without dropping (done here).
+* Without the balancing loss routers collapse; with a too-large weight they route uniformly and
+  the experts stop specialising.
+
+Production: ``torch`` has no MoE layer; DeepSpeed-MoE (``deepspeed.moe.layer.MoE``), Megatron-Core
+``MoELayer``, Tutel and ``transformers``' Mixtral/Switch models implement it; diffusers ships
+Wan 2.2 pipelines with two timestep-expert transformers (``transformer`` / ``transformer_2`` with
+a ``boundary_ratio``).
 """
 
+from .denoiser import TinyDiT
 from .layers import (
     ExpertFFN,
     MoEFeedForward,
@@ -18,14 +50,34 @@ from .layers import (
     load_balancing_loss,
     route,
 )
+from .zoo_specs import ZOO_SPECS, load_moe_model
 
 __all__ = [
+    "ZOO_SPECS",
     "ExpertFFN",
     "MoEFeedForward",
     "Routing",
     "TimestepExpertFeedForward",
+    "TinyDiT",
+    "benchmark",
     "capacity_mask",
     "expert_capacity",
     "load_balancing_loss",
+    "load_moe_model",
+    "main",
     "route",
 ]
+
+
+def benchmark(quick: bool = False):
+    """Run the benchmark (see :mod:`.bench`); ``quick`` = the small test configuration."""
+    from .bench import benchmark as _benchmark
+
+    return _benchmark(quick)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``python -m reference.mixture_of_experts --help``."""
+    from .bench import main as _main
+
+    return _main(argv)

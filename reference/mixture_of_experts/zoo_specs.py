@@ -1,0 +1,111 @@
+"""Zoo models of the MoE technique: dense, sparse-MoE and timestep-expert :class:`TinyDiT`.
+
+All three share width, depth, heads and the expert width, so the dense model and the top-1
+MoE spend the same FLOPs per token (plus the router's ``d x E``), and the timestep-expert model
+exactly the same; the MoE holds ``num_experts`` FFNs per block, the timestep model two. Trained
+with the zoo's epsilon objective (:func:`reference.zoo.specs._diffusion_batch_loss`: label
+dropout, cosine schedule), EMA weights saved; the MoE adds ``ALPHA`` times the load-balancing
+loss. Until registered in :data:`reference.zoo.specs.SPECS`, train with
+``python -m reference.mixture_of_experts --train-zoo`` (the zoo's own ``train_one``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from reference.zoo.specs import ZooSpec
+from reference.zoo.training import TrainContext, TrainOutcome, fit
+
+from .denoiser import TinyDiT
+
+ALPHA = 0.01
+"""Weight of the load-balancing loss (Switch Transformer's value)."""
+STEPS, BATCH, LR = 800, 64, 1e-3
+BASE: dict[str, Any] = {"dim": 48, "depth": 4, "heads": 3, "mlp_hidden": 192}
+CONFIGS: dict[str, dict[str, Any]] = {
+    "moe_dense": {**BASE, "ffn": "dense"},
+    "moe_sparse": {
+        **BASE,
+        "ffn": "moe",
+        "num_experts": 8,
+        "top_k": 1,
+        "capacity_factor": 1.25,
+    },
+    "moe_timestep": {**BASE, "ffn": "timestep", "boundaries": [500]},
+}
+
+
+def build(config: dict[str, Any]) -> nn.Module:
+    """A :class:`TinyDiT` from a zoo configuration."""
+    return TinyDiT(**config)
+
+
+def train(ctx: TrainContext) -> TrainOutcome:
+    """Epsilon prediction on the digits (+ ``ALPHA`` x load balancing for MoE layers)."""
+    from reference.harness.data import load_digits_tensors
+    from reference.zoo.specs import EMA_DECAY, _diffusion_batch_loss, _diffusion_extra
+
+    x, y = load_digits_tensors("train")
+    model = build(ctx.config)
+    base = _diffusion_batch_loss(lambda idx: x[idx], y, ctx.batch)
+
+    def batch_loss(m: nn.Module, step: int) -> torch.Tensor:
+        return base(m, step) + ALPHA * m.aux_loss()  # type: ignore[operator]
+
+    ema, loss = fit(ctx, model, batch_loss, ema_decay=EMA_DECAY)
+    return TrainOutcome(ema, loss, extra={**_diffusion_extra(), "aux_loss_weight": ALPHA})
+
+
+ZOO_SPECS: dict[str, ZooSpec] = {
+    name: ZooSpec(
+        name=name,
+        description=f"tiny DiT, {config['ffn']} feed-forward layers (mixture-of-experts study)",
+        architecture="reference.mixture_of_experts.denoiser.TinyDiT",
+        config=config,
+        build="reference.mixture_of_experts.zoo_specs:build",
+        train="reference.mixture_of_experts.zoo_specs:train",
+        steps=STEPS,
+        batch=BATCH,
+        lr=LR,
+    )
+    for name, config in CONFIGS.items()
+}
+"""Zoo entries of this technique (to be registered in :data:`reference.zoo.specs.SPECS`)."""
+
+
+def load_moe_model(name: str) -> nn.Module:
+    """Load a trained model of :data:`ZOO_SPECS` (``reference.zoo.load`` once registered)."""
+    from reference import zoo
+    from reference.zoo.store import ZooError, load_state_dict, verified_weights
+
+    if name in zoo.SPECS:
+        return zoo.load(name)
+    if name not in ZOO_SPECS:
+        raise ZooError(f"unknown MoE zoo model {name!r}; known: {', '.join(ZOO_SPECS)}")
+    entry, path = verified_weights(name)
+    model = build(entry["config"])
+    model.load_state_dict(load_state_dict(path))
+    return model.eval()
+
+
+def train_zoo_models(names: list[str] | None = None, steps: int | None = None) -> None:
+    """Train the MoE zoo models with the zoo's own trainer (weights + manifest entries)."""
+    import sys
+
+    from reference.zoo.cli import DEFAULT_CACHE, train_one
+    from reference.zoo.store import ZOO_DIR
+
+    for name in names or list(ZOO_SPECS):
+        train_one(
+            ZOO_SPECS[name],
+            zoo_dir=ZOO_DIR,
+            cache_dir=DEFAULT_CACHE,
+            steps=steps,
+            threads=1,
+            checkpoint_every=200,
+            progress=True,
+            command=" ".join(["python", "-m", "reference.mixture_of_experts", *sys.argv[1:]]),
+        )
