@@ -171,7 +171,7 @@ class TimestepExpertFeedForward(nn.Module):
         self.experts = nn.ModuleList(ExpertFFN(dim, hidden) for _ in range(len(boundaries) + 1))
 
     def expert_index(self, t: torch.Tensor) -> torch.Tensor:
-        return torch.bucketize(t, self.boundaries, right=True)
+        return torch.bucketize(t.contiguous(), self.boundaries, right=True)
 
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         idx = self.expert_index(t)
