@@ -8,7 +8,10 @@ and the classifier-free guidance scale (which doubles the rows the denoiser eval
 search evaluates every combination of a few values per axis and keeps the configurations on
 the **Pareto front** of quality versus latency: those that no other configuration beats on both.
 With two objectives there is no single "best"; the front shows the trade-off, and a deployment
-picks the cheapest point whose quality is acceptable.
+picks the cheapest point whose quality is acceptable. The same machinery searches *training*
+hyperparameters: a second study in the same storage trains a throw-away tiny U-Net for a short
+schedule per learning rate (:func:`~.objective.train_objective`), the usual way to pick a
+learning rate before a long run.
 
 Math: the grid is the Cartesian product ``S x N x G``; a point ``p`` is dominated when some ``q``
 has ``FDD(q) <= FDD(p)`` and ``latency(q) <= latency(p)`` with one inequality strict. The cost
@@ -51,8 +54,10 @@ from .objective import (
     FULL_SPACE,
     QUICK_SPACE,
     SAMPLERS,
+    TRAIN_SPACE,
     model_objective,
     toy_objective,
+    train_objective,
 )
 from .search import GridStatus, completed_table, grid_points, grid_status, open_study, run_worker
 
@@ -61,6 +66,7 @@ __all__ = [
     "FULL_SPACE",
     "QUICK_SPACE",
     "SAMPLERS",
+    "TRAIN_SPACE",
     "GridStatus",
     "benchmark",
     "best_so_far_curves",
@@ -73,4 +79,5 @@ __all__ = [
     "pareto_front",
     "run_worker",
     "toy_objective",
+    "train_objective",
 ]

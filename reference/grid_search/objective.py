@@ -115,3 +115,80 @@ def toy_objective(sleep_s: float = 0.2) -> Any:
         }
 
     return evaluate
+
+
+TINY_UNET: dict[str, Any] = {
+    "sample_size": 16,
+    "in_channels": 1,
+    "out_channels": 1,
+    "block_out_channels": [16, 32],
+    "layers_per_block": 1,
+    "down_block_types": ["DownBlock2D", "AttnDownBlock2D"],
+    "up_block_types": ["AttnUpBlock2D", "UpBlock2D"],
+    "attention_head_dim": 16,
+    "norm_num_groups": 8,
+    "num_class_embeds": 11,
+}
+"""A throw-away U-Net for the training-hyperparameter grid (not a zoo model: never saved)."""
+
+TRAIN_SPACE: dict[str, list[Any]] = {"lr": [3e-4, 1e-3, 3e-3, 1e-2]}
+QUICK_TRAIN_SPACE: dict[str, list[Any]] = {"lr": [1e-3, 1e-2]}
+
+
+def train_objective(steps: int, n_eval: int, batch: int = 64, p_uncond: float = 0.15) -> Any:
+    """Objective over training hyperparameters: train :data:`TINY_UNET` for ``steps`` AdamW
+    steps at learning rate ``point["lr"]`` (epsilon loss, label dropout ``p_uncond``, seed 0),
+    then sample ``n_eval`` images with DDIM 10 steps and return FDD and the training time."""
+
+    def evaluate(point: Mapping[str, Any]) -> dict[str, float]:
+        import torch
+        from diffusers import DDPMScheduler, UNet2DModel
+
+        from reference import zoo
+        from reference.harness import (
+            NULL_CLASS,
+            class_labels,
+            frechet_digits_distance,
+            load_digits_tensors,
+            make_noise,
+            model_eps_fn,
+            sample,
+        )
+
+        lr = float(point["lr"])
+        if lr <= 0:
+            raise ValueError(f"lr must be > 0, got {lr}")
+        x, y = load_digits_tensors("train")
+        torch.manual_seed(0)
+        model = UNet2DModel(**TINY_UNET)
+        opt = torch.optim.AdamW(model.parameters(), lr=lr)
+        noise_sched = DDPMScheduler.from_config(zoo.teacher_scheduler_config())
+        start = time.perf_counter()
+        model.train()
+        for _ in range(steps):
+            idx = torch.randint(len(y), (batch,))
+            labels = y[idx].clone()
+            labels[torch.rand(batch) < p_uncond] = NULL_CLASS
+            noise = torch.randn_like(x[idx])
+            t = torch.randint(0, noise_sched.config.num_train_timesteps, (batch,))
+            pred = model(noise_sched.add_noise(x[idx], noise, t), t, class_labels=labels).sample
+            loss = torch.nn.functional.mse_loss(pred, noise)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        train_ms = (time.perf_counter() - start) * 1000
+        model.eval()
+        samples = sample(
+            model_eps_fn(model),
+            zoo.teacher_scheduler(),
+            make_noise(n_eval, 0),
+            steps=10,
+            labels=class_labels(n_eval),
+        )
+        return {
+            "fd_digits": frechet_digits_distance(samples),
+            "latency_ms": train_ms,
+            "final_loss": float(loss),
+        }
+
+    return evaluate
