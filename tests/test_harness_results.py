@@ -162,3 +162,12 @@ def test_output_dir_keeps_quick_results_away_from_committed_ones(
     monkeypatch.delenv(R.OUT_ENV, raising=False)
     assert R.output_dir(False) == R.RESULTS_DIR
     assert R.output_dir(True) != R.RESULTS_DIR
+
+
+def test_every_public_harness_name_resolves() -> None:
+    import reference.harness as harness
+
+    for name in harness.__all__:
+        assert getattr(harness, name) is not None, name
+    with pytest.raises(AttributeError):
+        _ = harness.no_such_name

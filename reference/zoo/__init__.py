@@ -24,7 +24,8 @@ dropout, so one set of weights serves conditional, unconditional and classifier-
 sampling). Every loader returns a fresh module in ``eval()`` mode with ``requires_grad`` left
 on, so techniques may modify or fine-tune it without affecting other callers.
 
-To add a model (a distilled or pruned student) see :mod:`reference.zoo.specs`.
+Technique modules add their students (distilled, pruned, MoE ...) through
+:data:`reference.zoo.specs.EXTENSION_MODULES`; see :mod:`reference.zoo.specs` for how.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from .specs import SCHEDULER_CONFIG, SPECS, ZooSpec
+from .specs import BUILTIN_MODELS, SCHEDULER_CONFIG, SPECS, ZooSpec, load_extensions
 from .store import ZOO_DIR, ZooError, read_manifest, rebuild_command, verified_weights
 
 __all__ = [
+    "BUILTIN_MODELS",
     "SPECS",
     "ZOO_DIR",
     "ZooError",
@@ -48,6 +50,7 @@ __all__ = [
     "load",
     "load_classifier",
     "load_dit",
+    "load_extensions",
     "load_latent_teacher",
     "load_noisy_classifier",
     "load_teacher",
@@ -59,9 +62,9 @@ __all__ = [
 ]
 
 
-def model_names() -> list[str]:
-    """Names of all registered zoo models, in training order."""
-    return list(SPECS)
+def model_names(include_extensions: bool = True) -> list[str]:
+    """Names of the zoo models in training order: built-ins, then technique students."""
+    return list(load_extensions()) if include_extensions else list(BUILTIN_MODELS)
 
 
 def manifest_entry(name: str, zoo_dir: Path | None = None) -> dict[str, Any]:
@@ -76,7 +79,7 @@ def load(name: str, zoo_dir: Path | None = None) -> nn.Module:
     """Build zoo model ``name`` from its manifest configuration and load its verified weights."""
     from .store import load_state_dict
 
-    spec = SPECS.get(name)
+    spec = SPECS.get(name) or load_extensions().get(name)
     if spec is None:
         raise ZooError(f"unknown zoo model {name!r}; known: {', '.join(SPECS)}")
     entry, path = verified_weights(name, zoo_dir)

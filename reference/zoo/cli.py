@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from .specs import SPECS, ZooSpec
+from .specs import SPECS, ZooSpec, load_extensions
 from .store import WEIGHTS_SUBDIR, ZOO_DIR, ZooError, save_weights, update_manifest
 from .training import TrainContext
 
@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME[,NAME]",
-        help=f"models to train (default: all): {', '.join(SPECS)}",
+        help="models to train (default: all; --list shows them)",
     )
     p.add_argument("--steps", type=int, default=None, help="override every model's step count")
     p.add_argument("--out", type=Path, default=None, help=f"zoo folder (default: {ZOO_DIR})")
@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _selected(only: list[str]) -> list[str]:
+    load_extensions()
     names = [n.strip() for item in only for n in item.split(",") if n.strip()]
     unknown = [n for n in names if n not in SPECS]
     if unknown:
@@ -160,6 +161,7 @@ def zoo_table(zoo_dir: Path) -> str:
     from .store import read_manifest
 
     models = read_manifest(zoo_dir)["models"]
+    load_extensions()
     lines = [f"{'model':18} {'class':32} {'params':>10} {'MB':>6} {'steps':>6} {'train s':>8} loss"]
     for name, spec in SPECS.items():
         e, cls = models.get(name), spec.architecture.rsplit(".", 1)[-1]

@@ -4,11 +4,13 @@ Adding a model (e.g. a distilled or pruned student)
 ---------------------------------------------------
 1. Write ``build(config: dict) -> nn.Module`` (constructs the architecture, untrained) and
    ``train(ctx: TrainContext) -> TrainOutcome`` (see :mod:`reference.zoo.training`; most models
-   only define a ``batch_loss(model, step)`` and call :func:`~reference.zoo.training.fit`). They
-   may live in your technique module; refer to them as ``"reference.my_module:build_student"``
-   strings so that the zoo does not import your module until it is needed.
-2. Add ``"my_student": ZooSpec(...)`` to :data:`SPECS` below, with ``requires=("teacher",)`` if
-   training loads another zoo model through ``ctx.load("teacher")``.
+   only define a ``batch_loss(model, step)`` and call :func:`~reference.zoo.training.fit`).
+   Refer to them as ``"reference.my_module:build_student"`` strings so that nothing is imported
+   before it is needed.
+2. Put ``ZOO_SPECS = {"my_student": ZooSpec(..., requires=("teacher",))}`` in a module of your
+   technique (``requires`` lists the zoo models that training loads with ``ctx.load``), and add
+   that module's name to :data:`EXTENSION_MODULES` below. :func:`load_extensions` merges it into
+   :data:`SPECS` on first use (a listed module that does not exist yet is skipped).
 3. ``python scripts/train_zoo.py --only my_student`` trains it, writes
    ``reference/zoo/weights/my_student.safetensors`` and its manifest entry; commit both.
 4. Load it anywhere with ``reference.zoo.load("my_student")``.
@@ -364,7 +366,7 @@ SPECS: dict[str, ZooSpec] = {
             config=TEACHER_CONFIG,
             build=build_unet,
             train=train_pixel_diffusion,
-            steps=1500,
+            steps=1000,
             batch=128,
             lr=1e-3,
         ),
@@ -386,7 +388,7 @@ SPECS: dict[str, ZooSpec] = {
             config={**CLASSIFIER_CONFIG, "time_dim": 64},
             build=build_noisy_classifier,
             train=train_noisy_classifier,
-            steps=1200,
+            steps=800,
             batch=128,
             lr=2e-3,
         ),
@@ -397,7 +399,7 @@ SPECS: dict[str, ZooSpec] = {
             config=VAE_CONFIG,
             build=build_vae,
             train=train_vae,
-            steps=1500,
+            steps=1000,
             batch=128,
             lr=1e-3,
         ),
@@ -408,7 +410,7 @@ SPECS: dict[str, ZooSpec] = {
             config=LATENT_TEACHER_CONFIG,
             build=build_unet,
             train=train_latent_diffusion,
-            steps=2000,
+            steps=1500,
             batch=128,
             lr=1e-3,
             requires=("vae",),
@@ -416,3 +418,50 @@ SPECS: dict[str, ZooSpec] = {
     ]
 }
 """All zoo models by name, in training order (dependencies first)."""
+
+BUILTIN_MODELS: tuple[str, ...] = tuple(SPECS)
+"""The zoo's own models (the harness depends on them)."""
+
+EXTENSION_MODULES: tuple[str, ...] = (
+    "reference.pruning.zoo_specs",
+    "reference.mixture_of_experts.zoo_specs",
+    "reference.progressive_distillation.train",
+    "reference.consistency.train",
+)
+"""Technique modules that add students to the zoo through a module-level ``ZOO_SPECS`` dict."""
+
+_LOADED_EXTENSIONS: set[str] = set()
+
+
+def load_extensions() -> dict[str, ZooSpec]:
+    """Merge ``ZOO_SPECS`` of every existing :data:`EXTENSION_MODULES` module into :data:`SPECS`.
+
+    Idempotent; returns :data:`SPECS`. A module that does not exist (technique not written yet)
+    is skipped; one that fails to import or lacks ``ZOO_SPECS`` raises ``ZooError``.
+    """
+    import importlib.util
+
+    from .store import ZooError
+
+    for module in EXTENSION_MODULES:
+        if module in _LOADED_EXTENSIONS:
+            continue
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:
+            found = False
+        if not found:
+            continue
+        try:
+            specs = importlib.import_module(module).ZOO_SPECS
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise ZooError(
+                f"{module}: zoo extension failed ({type(exc).__name__}: {first})"
+            ) from None
+        for name, spec in specs.items():
+            if name in BUILTIN_MODELS or (name in SPECS and SPECS[name] is not spec):
+                raise ZooError(f"{module}: zoo model {name!r} is already registered")
+            SPECS[name] = spec
+        _LOADED_EXTENSIONS.add(module)
+    return SPECS

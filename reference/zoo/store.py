@@ -66,13 +66,27 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def update_manifest(name: str, entry: dict[str, Any], zoo_dir: Path | None = None) -> None:
-    """Set ``models[name] = entry`` and rewrite the manifest atomically (sorted, indented)."""
-    data = read_manifest(zoo_dir)
-    data["format"] = MANIFEST_FORMAT
-    data["models"][name] = entry
-    data["models"] = dict(sorted(data["models"].items()))
-    text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
-    atomic_write_bytes(manifest_path(zoo_dir), text.encode("utf-8"))
+    """Set ``models[name] = entry`` and rewrite the manifest atomically (sorted, indented).
+
+    The read-modify-write runs under an exclusive ``flock`` on the zoo folder, so two training
+    processes that finish at the same time do not lose each other's entries.
+    """
+    import fcntl
+
+    zoo_dir = zoo_dir or ZOO_DIR
+    zoo_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(zoo_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        data = read_manifest(zoo_dir)
+        data["format"] = MANIFEST_FORMAT
+        data["models"][name] = entry
+        data["models"] = dict(sorted(data["models"].items()))
+        text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+        atomic_write_bytes(manifest_path(zoo_dir), text.encode("utf-8"))
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 def save_weights(module: torch.nn.Module, path: Path) -> str:

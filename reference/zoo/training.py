@@ -39,6 +39,10 @@ from .store import atomic_write_bytes
 if TYPE_CHECKING:
     from .specs import ZooSpec
 
+TRAINER_VERSION = 2
+"""Part of the checkpoint key: bump it when a change to the training code must not resume old
+checkpoints."""
+
 BatchLoss = Callable[[nn.Module, int], torch.Tensor]
 """``batch_loss(model, step) -> scalar loss`` for one training step (draws its own batch)."""
 
@@ -119,6 +123,7 @@ def lr_factor(step: int, total: int, warmup: int, final: float = 0.1) -> float:
 
 def checkpoint_key(ctx: TrainContext) -> str:
     payload = {
+        "trainer": TRAINER_VERSION,
         "name": ctx.spec.name,
         "config": ctx.config,
         "steps": ctx.steps,
