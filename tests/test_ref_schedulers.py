@@ -27,7 +27,7 @@ def _abar() -> torch.Tensor:
     return sch.make_scheduler("ddim").alphas_cumprod.to(torch.float64)
 
 
-@pytest.mark.parametrize("n", [1, 2, 4, 7, 10, 15, 25, 50, 100, 1000])
+@pytest.mark.parametrize("n", [1, 7, 15, 50, 1000])
 def test_trailing_timesteps_equal_diffusers(n: int) -> None:
     ours = sch.trailing_timesteps(n)
     assert ours[0] == 999 and len(ours) == n and bool((ours[:-1] > ours[1:]).all())
@@ -42,7 +42,7 @@ def test_trailing_timesteps_equal_diffusers(n: int) -> None:
 def test_minimal_schedulers_equal_diffusers_step_for_step(name: str, clip: bool) -> None:
     noise = torch.randn(6, 1, 16, 16, generator=torch.Generator().manual_seed(0))
     eps_fn = gaussian_eps_fn(_abar())
-    for n in (1, 2, 4, 10, 25, 50, 100):  # N dividing 1000: see the module's pitfalls
+    for n in (1, 2, 4, 10, 50):  # N dividing 1000: see the module's pitfalls
         ours, theirs = sch.make_minimal(name, clip=clip), sch.make_scheduler(name, clip=clip)
         assert sch.max_step_difference(ours, theirs, eps_fn, noise, n) <= 1e-5, n
 
