@@ -11,6 +11,9 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 # Tests and benchmarks use a fixed thread count so that numbers are comparable.
 export OMP_NUM_THREADS ?= 2
+# OpenMP threads sleep instead of spinning when idle: on a shared 2-core machine the default
+# active wait made torch 10-50x slower whenever another process was busy.
+export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: setup browser catalogs site serve test lint format bench zoo clean
 
