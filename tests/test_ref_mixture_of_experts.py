@@ -119,6 +119,9 @@ def test_cli_rejects_bad_arguments_with_one_line() -> None:
     with pytest.raises(SystemExit) as info:
         moe.main(["--experts", "0"])
     assert str(info.value) == "error: --experts must be >= 1, got 0"
+    with pytest.raises(SystemExit) as info:
+        moe.main(["--train-zoo", "--only", "moe_huge"])
+    assert str(info.value).startswith("error: --only: unknown model 'moe_huge'; known: moe_dense")
 
 
 @pytest.mark.slow

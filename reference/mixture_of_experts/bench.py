@@ -274,6 +274,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small configuration (tests)")
     p.add_argument("--train-zoo", action="store_true", help="train the three zoo models")
     p.add_argument("--zoo-steps", type=int, default=None, help="override training steps")
+    p.add_argument(
+        "--only", default=None, help="comma-separated zoo models to train (default: all three)"
+    )
     p.add_argument("--experts", type=int, default=8, help="experts in the demo layer (>= 1)")
     p.add_argument("--top-k", type=int, default=1, help="experts per token in the demo layer")
     p.add_argument("--out", type=Path, default=None, help="output folder (default artifacts/)")
@@ -305,10 +308,14 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--top-k must be in 1..{args.experts}, got {args.top_k}")
         if args.zoo_steps is not None and args.zoo_steps < 1:
             raise ValueError(f"--zoo-steps must be >= 1, got {args.zoo_steps}")
+        names = None if args.only is None else [n.strip() for n in args.only.split(",")]
+        unknown = [n for n in names or [] if n not in ZOO_SPECS]
+        if unknown:
+            raise ValueError(f"--only: unknown model {unknown[0]!r}; known: {', '.join(ZOO_SPECS)}")
         if args.train_zoo:
             from .zoo_specs import train_zoo_models
 
-            train_zoo_models(steps=args.zoo_steps)
+            train_zoo_models(names, steps=args.zoo_steps)
         elif args.bench:
             from reference.harness import output_dir, write_result
 
