@@ -32,9 +32,12 @@ included (``torch.cuda.max_memory_allocated`` measures those on a GPU).
 
 Peak RSS
 --------
-:func:`peak_rss_bytes` reads ``resource.getrusage(RUSAGE_SELF).ru_maxrss``: the high-water mark of
-the **whole process since it started**, which never goes down. It can only compare two
-configurations that run in separate processes (see :func:`peak_rss_of` ).
+:func:`peak_rss_bytes` is the high-water mark of the resident set of the **whole process since
+it started** (``VmHWM`` in ``/proc/self/status`` on Linux, ``getrusage`` ``ru_maxrss``
+elsewhere); it never goes down, so two configurations can only be compared in separate processes
+(:func:`peak_rss_of`). Pitfall: ``ru_maxrss`` is inherited through ``fork`` and kept across
+``exec`` on Linux, so a child started from a big parent reports at least the parent's peak;
+``VmHWM`` belongs to the new address space and does not have this problem.
 """
 
 from __future__ import annotations
@@ -99,6 +102,13 @@ def bytes_saved_for_backward(
 
 def peak_rss_bytes() -> int:
     """Peak resident set size of this process so far (monotone; see the module docstring)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
@@ -106,16 +116,23 @@ def peak_rss_bytes() -> int:
 def peak_rss_of(code: str, timeout: float = 600.0) -> int:
     """Peak RSS in bytes of a fresh Python process running ``code`` (``python -c code``).
 
-    The only way to compare peak memory of two configurations with ``ru_maxrss``: run each in
-    its own process. The child inherits this interpreter and ``sys.path``.
+    Peak memory of two configurations can only be compared in separate processes: run each
+    through this function. The child uses this interpreter and ``sys.path``; the figure includes
+    the interpreter itself (and torch, if ``code`` imports it), so compare differences.
     """
     import json
     import subprocess
 
     wrapper = (
         f"import sys; sys.path[:0] = {json.dumps(sys.path)}\n{code}\n"
-        "import resource, sys\n"
-        "print('PEAK_RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "import resource\n"
+        "try:\n"
+        "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+        "    peak = int(hwm[0].split()[1]) * 1024\n"
+        "except (OSError, IndexError):\n"
+        "    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "    peak = peak if sys.platform == 'darwin' else peak * 1024\n"
+        "print('PEAK_RSS', peak)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", wrapper], capture_output=True, text=True, timeout=timeout
@@ -124,8 +141,7 @@ def peak_rss_of(code: str, timeout: float = 600.0) -> int:
         last = (out.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise RuntimeError(f"peak_rss_of: child process failed: {last}")
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("PEAK_RSS ")][-1]
-    peak = int(line.split()[1])
-    return peak if sys.platform == "darwin" else peak * 1024
+    return int(line.split()[1])
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,12 @@ only comparable with other FDD numbers of this project, never with published FID
 
 Pitfalls
 --------
-* The Fréchet distance of finite samples is biased upwards, and the bias shrinks with the number
-  of samples N (Chong & Forsyth 2020, arXiv:1911.07023). Compare methods at the **same N**, and
-  read a number against :func:`fdd_floor` (real training digits vs the test digits at that N)
-  and :func:`fdd_ceiling` (clipped Gaussian noise at that N).
+* The Fréchet distance of finite samples is biased upwards; the bias shrinks with the number of
+  samples N and also depends on the model being evaluated (Chong & Forsyth 2020,
+  arXiv:1911.07023). Compare methods at the **same N** (necessary, not sufficient), read a
+  number against :func:`fdd_floor` (real training digits vs the test digits at that N) and
+  :func:`fdd_ceiling` (clipped Gaussian noise at that N), and treat differences smaller than the
+  spread over noise seeds as no difference.
 * 64-d covariances from a few hundred samples are noisy: prefer N >= 200 for headline numbers.
 * The matrix square root is computed from a symmetric eigen-decomposition
   (``S_a^{1/2} S_b S_a^{1/2}`` is symmetric PSD), which is exact up to rounding and never produces
