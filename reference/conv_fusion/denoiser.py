@@ -130,7 +130,7 @@ def traffic_estimate(model: nn.Module, x: torch.Tensor) -> TrafficEstimate:
 def batchnorm_pass(model: nn.Module, x: torch.Tensor) -> Callable[[], None]:
     """A callable that runs only the BatchNorm layers of ``model(x)`` on their recorded inputs.
 
-    Its time is the work fusion removes; ``T / (T - T_bn)`` is the speedup limit.
+    Its time is the BatchNorm work that folding removes (see :func:`relu_passes` for the rest).
     """
     calls = batchnorm_inputs(model, x)
 
@@ -140,3 +140,26 @@ def batchnorm_pass(model: nn.Module, x: torch.Tensor) -> Callable[[], None]:
                 bn(inp)
 
     return run
+
+
+def relu_passes(model: nn.Module, x: torch.Tensor) -> tuple[Callable[[], None], Callable[[], None]]:
+    """``(out_of_place, in_place)``: ReLU on every BatchNorm output of ``model(x)``, as the
+    unfused graph runs it (a new output tensor) and as the fused graph runs it (``relu_`` on
+    the convolution's own output). Their time difference is the allocation and write of a
+    fresh activation tensor per block, which fusion also removes.
+    """
+    with torch.inference_mode():
+        outs = [bn(inp) for bn, inp in batchnorm_inputs(model, x)]
+        scratch = [t.clone() for t in outs]
+
+    def out_of_place() -> None:
+        with torch.inference_mode():
+            for t in outs:
+                torch.relu(t)
+
+    def in_place() -> None:
+        with torch.inference_mode():
+            for t in scratch:
+                t.relu_()
+
+    return out_of_place, in_place

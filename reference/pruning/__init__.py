@@ -92,7 +92,7 @@ from .structured import (
     sync_diffusers_attributes,
 )
 from .unstructured import magnitude_prune, weight_sparsity
-from .zoo_specs import ZOO_SPECS, load_pruned, train_zoo_models
+from .zoo_specs import ZOO_SPECS, load_pruned
 
 __all__ = [
     "CRITERIA",
@@ -114,6 +114,5 @@ __all__ = [
     "pruned_config",
     "rebuild",
     "sync_diffusers_attributes",
-    "train_zoo_models",
     "weight_sparsity",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,6 @@ from .zoo_specs import (
     TAYLOR_T_MAX,
     ZOO_SPECS,
     load_pruned,
-    train_zoo_models,
 )
 
 SLUG = "pruning"
@@ -263,6 +263,7 @@ def benchmark(quick: bool = False, cfg: BenchConfig | None = None) -> Any:
     )
 
     cfg = cfg or (QUICK if quick else BenchConfig())
+    load_at_start = round(os.getloadavg()[0], 2)
     cfg.validate()
     entries = build_entries(cfg, quick)
     measure(entries, cfg)
@@ -278,22 +279,30 @@ def benchmark(quick: bool = False, cfg: BenchConfig | None = None) -> Any:
         f"noise for every row (FDD floor at this n: {fdd_floor(cfg.n_samples):.2f}); "
         "'MSE vs baseline' compares each row's samples with the teacher's from the same noise.",
         "Structured pruning uses Torch-Pruning's DepGraph (torch_pruning "
-        f"{_tp_version()}) on diffusers' UNet2DModel: GroupNorm groups stay intact, attention "
-        "keeps its heads (each head shrinks), the skip concatenations, residual additions and "
-        "the time/class embedding width are pruned consistently; diffusers' channel attributes "
-        "and the attention temperature (1/sqrt(head dim), which diffusers derives from the "
-        "current head size) are restored afterwards.",
+        f"{_tp_version()}) on diffusers' UNet2DModel: attention keeps its heads (each head "
+        "shrinks), the skip concatenations, residual additions and the time/class embedding "
+        "width are pruned consistently, and GroupNorm groups stay intact (exactly at 50%; at "
+        "25% a few channels of GroupNorms that read a decoder concatenation change group, see "
+        "the module docs); diffusers' channel attributes and the attention temperature "
+        "(1/sqrt(head dim), which diffusers derives from the current head size) are restored "
+        "afterwards.",
         "Every structured row is a physically smaller dense UNet2DModel (see params and FLOPs); "
         "the unstructured rows keep every tensor's shape and only zero weights, so the dense "
         "CPU kernels do the same work: their FLOPs and latency do not drop.",
     ]
     if "finetuned" in by_key:
         ft, sc = by_key["finetuned"], by_key["scratch"]
+        teacher_steps = _teacher_steps()
         notes.append(
             f"Fine-tuning budget: {FINETUNE_STEPS} steps at batch "
             f"{ZOO_SPECS['pruned_teacher'].batch} for both the pruned teacher and the "
-            "from-scratch control (same architecture, "
-            f"schedule and EMA): FDD {ft.values['fd_digits']:.2f} vs {sc.values['fd_digits']:.2f}."
+            "from-scratch control (same architecture, schedule and EMA), about "
+            f"{FINETUNE_STEPS * ft.values['flops_ratio'] / teacher_steps:.0%} of the teacher's "
+            f"training compute ({teacher_steps} steps of the "
+            f"{1 / ft.values['flops_ratio']:.1f}x larger model): FDD "
+            f"{ft.values['fd_digits']:.2f} vs {sc.values['fd_digits']:.2f}. One-shot pruning "
+            "without fine-tuning destroys the samples at every ratio; the teacher's weights are "
+            "worth keeping only together with the repair."
         )
     speed = head.values["speedup"]
     flops = head.values["flops_ratio"]
@@ -335,6 +344,7 @@ def benchmark(quick: bool = False, cfg: BenchConfig | None = None) -> Any:
             "latency_batch": cfg.latency_batch,
             "repeats": cfg.repeats,
             "threads": cfg.threads,
+            "load_average_1min_at_start": load_at_start,
             "taylor_t_max": TAYLOR_T_MAX,
             "finetune_steps": FINETUNE_STEPS,
         },
@@ -352,6 +362,12 @@ def benchmark(quick: bool = False, cfg: BenchConfig | None = None) -> Any:
         figures=figures,
         provenance=provenance(SOURCES),
     )
+
+
+def _teacher_steps() -> int:
+    from reference import zoo
+
+    return int(zoo.manifest_entry("teacher")["steps"])
 
 
 def _tp_version() -> str:
@@ -377,12 +393,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("artifacts") / SLUG, help="demo output dir")
     p.add_argument("--bench", action="store_true", help="run the benchmark, write the result")
     p.add_argument("--quick", action="store_true", help="with --bench: the small test setup")
-    p.add_argument(
-        "--train-zoo",
-        action="store_true",
-        help="train the zoo models pruned_teacher and pruned_scratch (minutes)",
-    )
-    p.add_argument("--zoo-steps", type=int, default=None, help="with --train-zoo: step override")
     return p
 
 
@@ -409,11 +419,6 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (see ``--help``)."""
     args = _parser().parse_args(argv)
     try:
-        if args.train_zoo:
-            if args.zoo_steps is not None and args.zoo_steps < 1:
-                raise ValueError(f"--zoo-steps must be >= 1, got {args.zoo_steps}")
-            train_zoo_models(steps=args.zoo_steps)
-            return 0
         cfg = _config(args)
         torch.set_num_threads(cfg.threads)
         if args.bench:

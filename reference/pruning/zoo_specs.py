@@ -9,9 +9,9 @@
   classification networks a pruned architecture trained from scratch often matches pruning +
   fine-tuning; Diff-Pruning reports the opposite for diffusion models at a short budget).
 
-``ZOO_SPECS`` follows :mod:`reference.zoo.specs`; until it is registered in ``SPECS``, train
-with ``python -m reference.pruning --train-zoo`` (the zoo's own trainer, ``train_one``) and load
-with :func:`load_pruned`.
+``ZOO_SPECS`` is merged into the zoo registry (:data:`reference.zoo.specs.EXTENSION_MODULES`):
+train with ``python scripts/train_zoo.py --only pruned_teacher,pruned_scratch`` and load with
+``reference.zoo.load("pruned_teacher")``.
 """
 
 from __future__ import annotations
@@ -121,39 +121,7 @@ ZOO_SPECS: dict[str, ZooSpec] = {
 
 
 def load_pruned(name: str, zoo_dir: Path | None = None) -> nn.Module:
-    """Load ``pruned_teacher`` or ``pruned_scratch`` (``reference.zoo.load`` once registered)."""
+    """``reference.zoo.load(name)`` for ``pruned_teacher`` / ``pruned_scratch``."""
     from reference import zoo
-    from reference.zoo.store import ZooError, load_state_dict, verified_weights
 
-    if name in zoo.SPECS:
-        return zoo.load(name, zoo_dir)
-    if name not in ZOO_SPECS:
-        raise ZooError(f"unknown pruning zoo model {name!r}; known: {', '.join(ZOO_SPECS)}")
-    entry, path = verified_weights(name, zoo_dir)
-    model = build_pruned(entry["config"])
-    try:
-        model.load_state_dict(load_state_dict(path))
-    except RuntimeError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise ZooError(f"{path}: weights do not fit the configuration ({first})") from None
-    return model.eval()
-
-
-def train_zoo_models(names: list[str] | None = None, steps: int | None = None) -> None:
-    """Train the pruning zoo models with the zoo's own trainer (weights + manifest entries)."""
-    import sys
-
-    from reference.zoo.cli import DEFAULT_CACHE, train_one
-    from reference.zoo.store import ZOO_DIR
-
-    for name in names or list(ZOO_SPECS):
-        train_one(
-            ZOO_SPECS[name],
-            zoo_dir=ZOO_DIR,
-            cache_dir=DEFAULT_CACHE,
-            steps=steps,
-            threads=2,
-            checkpoint_every=200,
-            progress=True,
-            command=" ".join(["python", "-m", "reference.pruning", *sys.argv[1:]]),
-        )
+    return zoo.load(name, zoo_dir)
