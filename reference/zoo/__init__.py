@@ -41,12 +41,14 @@ from .store import ZOO_DIR, ZooError, read_manifest, rebuild_command, verified_w
 
 __all__ = [
     "BUILTIN_MODELS",
+    "LATENT_SCHEDULER_OVERRIDES",
     "SPECS",
     "ZOO_DIR",
     "ZooError",
     "ZooSpec",
     "decode_latents",
     "encode_images",
+    "latent_scheduler",
     "load",
     "load_classifier",
     "load_dit",
@@ -144,6 +146,20 @@ def teacher_scheduler(cls: type | str = "DDIMScheduler", **overrides: Any) -> An
 
     klass = getattr(diffusers, cls) if isinstance(cls, str) else cls
     return klass.from_config({**SCHEDULER_CONFIG, **overrides})
+
+
+LATENT_SCHEDULER_OVERRIDES: dict[str, Any] = {"clip_sample": False}
+"""What differs when sampling latents: no clipping of the predicted ``x_0`` to [-1, 1]."""
+
+
+def latent_scheduler(cls: type | str = "DDIMScheduler", **overrides: Any) -> Any:
+    """A fresh scheduler for ``latent_teacher``: the zoo schedule with ``clip_sample=False``.
+
+    Pitfall: the pixel models' schedule clips the predicted ``x_0`` to [-1, 1] (right for images,
+    which live there). Scaled latents have unit variance and routinely exceed 1; clipping them at
+    every step destroys the samples (the decoded "digits" become blurs of the wrong class).
+    """
+    return teacher_scheduler(cls, **{**LATENT_SCHEDULER_OVERRIDES, **overrides})
 
 
 @torch.no_grad()

@@ -116,6 +116,7 @@ def train_one(
         "steps": ctx.steps,
         "batch": ctx.batch,
         "lr": ctx.lr,
+        "hparams": spec.hparams,
         "optimizer": "AdamW, linear warm-up + cosine decay to 0.1x, grad-norm clip 1.0",
         "final_loss": round(outcome.final_loss, 6),
         "train_seconds": round(ctx.train_seconds, 1),
@@ -134,22 +135,23 @@ def draw_grid(name: str, zoo_dir: Path, guidance_scale: float = 2.0) -> Path:
     from reference.harness.plots import save_grid
     from reference.harness.sampling import make_noise, model_eps_fn, sample
 
-    from . import decode_latents, load, teacher_scheduler
+    from . import decode_latents, latent_scheduler, load, teacher_scheduler
 
     model = load(name, zoo_dir)
     latent = name == "latent_teacher"
     shape = (4, 4, 4) if latent else (1, 16, 16)
     labels = torch.arange(10).repeat_interleave(10)
     eps_fn = model_eps_fn(model)
+    scheduler = latent_scheduler if latent else teacher_scheduler
     cond = sample(
         eps_fn,
-        teacher_scheduler(),
+        scheduler(),
         make_noise(100, 0, shape),
         labels=labels,
         guidance_scale=guidance_scale,
         clamp=not latent,
     )
-    uncond = sample(eps_fn, teacher_scheduler(), make_noise(10, 1, shape), clamp=not latent)
+    uncond = sample(eps_fn, scheduler(), make_noise(10, 1, shape), clamp=not latent)
     x = torch.cat([cond, uncond])
     if latent:
         x = decode_latents(load("vae", zoo_dir), x)

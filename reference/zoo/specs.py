@@ -70,6 +70,9 @@ class ZooSpec:
     lr: float
     seed: int = 0
     requires: tuple[str, ...] = field(default=())
+    hparams: dict[str, Any] = field(default_factory=dict)
+    """Training-only hyper-parameters (e.g. a loss weight): part of the checkpoint key and the
+    manifest, read by ``train`` as ``ctx.spec.hparams``."""
 
     def build_model(self, config: dict[str, Any] | None = None) -> nn.Module:
         return _resolve(self.build)(dict(self.config if config is None else config))
@@ -234,24 +237,26 @@ def train_noisy_classifier(ctx: TrainContext) -> TrainOutcome:
     )
 
 
-VAE_KL_WEIGHT = 1e-4
-
-
 def train_vae(ctx: TrainContext) -> TrainOutcome:
-    """Reconstruction MSE + ``VAE_KL_WEIGHT`` x KL(q(z|x) || N(0, I)); then the latent scale.
+    """Reconstruction MSE + ``kl_weight`` x KL(q(z|x) || N(0, I)); then the latent scale.
 
+    Only a slight KL penalty is used (as in latent diffusion, Rombach et al. 2022,
+    arXiv:2112.10752): the zoo's first VAE, trained with 1e-4, had two of its four latent
+    channels collapsed to the prior (posterior std ~1, no information), and diffusion on such
+    latents mostly learns noise. With 1e-6 every channel carries information.
     The scaling factor is ``1 / std`` of posterior samples of the training set, as Stable
     Diffusion does (Rombach et al. 2022, arXiv:2112.10752), so that scaled latents have unit
     variance like the diffusion prior expects.
     """
     x, _ = load_digits_tensors("train")
+    kl_weight = float(ctx.spec.hparams["kl_weight"])
     model = ctx.spec.build_model(ctx.config)
 
     def batch_loss(m: nn.Module, step: int) -> torch.Tensor:
         idx = torch.randint(len(x), (ctx.batch,))
         post = m.encode(x[idx]).latent_dist
         rec = m.decode(post.sample()).sample
-        return F.mse_loss(rec, x[idx]) + VAE_KL_WEIGHT * post.kl().mean()
+        return F.mse_loss(rec, x[idx]) + kl_weight * post.kl().mean()
 
     model, loss = fit(ctx, model, batch_loss)
     with torch.no_grad():
@@ -263,7 +268,8 @@ def train_vae(ctx: TrainContext) -> TrainOutcome:
         rec = model.decode(model.encode(xt).latent_dist.mean).sample.clamp(-1, 1)
         mse = float(F.mse_loss(rec, xt))
     extra = {
-        "kl_weight": VAE_KL_WEIGHT,
+        "kl_weight": kl_weight,
+        "posterior_std_per_channel": [round(float(v), 4) for v in post.std.mean((0, 2, 3))],
         "latent_shape": list(z.shape[1:]),
         "test_reconstruction_mse": mse,
         "test_reconstruction_psnr_db": float(10 * torch.log10(torch.tensor(4.0 / mse))),
@@ -287,7 +293,10 @@ def train_latent_diffusion(ctx: TrainContext) -> TrainOutcome:
     model = ctx.spec.build_model(ctx.config)
     batch_loss = _diffusion_batch_loss(x0_of, y, ctx.batch)
     ema, loss = fit(ctx, model, batch_loss, ema_decay=EMA_DECAY)
-    extra = _diffusion_extra() | {"vae_scaling_factor": scale}
+    extra = _diffusion_extra() | {
+        "vae_scaling_factor": scale,
+        "sampling_scheduler": {**SCHEDULER_CONFIG, "clip_sample": False},
+    }
     return TrainOutcome(ema, loss, extra=extra)
 
 
@@ -402,6 +411,7 @@ SPECS: dict[str, ZooSpec] = {
             steps=1000,
             batch=128,
             lr=1e-3,
+            hparams={"kl_weight": 1e-6},
         ),
         ZooSpec(
             name="latent_teacher",

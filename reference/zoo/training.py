@@ -130,6 +130,7 @@ def checkpoint_key(ctx: TrainContext) -> str:
         "batch": ctx.batch,
         "lr": ctx.lr,
         "seed": ctx.seed,
+        "hparams": ctx.spec.hparams,
     }
     blob = json.dumps(payload, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
