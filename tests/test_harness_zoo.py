@@ -43,6 +43,7 @@ def test_manifest_covers_every_model_with_matching_files() -> None:
             entry
         )
     assert total < 25 * 2**20
+    assert zoo.weight_files("teacher") == [zoo.ZOO_DIR / "weights" / "teacher.safetensors"]
     teacher = models["teacher"]
     assert teacher["extra"]["scheduler"] == zoo.teacher_scheduler_config()
 

@@ -442,8 +442,11 @@ def provenance(source_files: Iterable[str | Path], command: str | None = None) -
     """Provenance of a measurement made now by the code in ``source_files``.
 
     ``source_files``: the files whose content determines the numbers - at least the technique's
-    module (``[__file__]``). ``dirty`` is true when git reports uncommitted changes in those
-    files or under ``reference/harness`` and ``reference/zoo`` (or git is unavailable).
+    module (``[__file__]``), ideally also the zoo weights it measured
+    (``reference.zoo.weight_files("teacher", "classifier")``; the classifier defines the FDD), so
+    that retraining a model marks the result stale. ``dirty`` is true when git reports
+    uncommitted changes in those files or under ``reference/harness`` and ``reference/zoo`` (or
+    git is unavailable).
     """
     import diffusers
     import torch

@@ -61,6 +61,7 @@ __all__ = [
     "model_names",
     "teacher_scheduler",
     "teacher_scheduler_config",
+    "weight_files",
 ]
 
 
@@ -75,6 +76,17 @@ def manifest_entry(name: str, zoo_dir: Path | None = None) -> dict[str, Any]:
     if entry is None:
         raise ZooError(f"zoo model {name!r} has no manifest entry; run: {rebuild_command(name)}")
     return entry
+
+
+def weight_files(*names: str, zoo_dir: Path | None = None) -> list[Path]:
+    """The weight files of zoo models ``names`` (for ``provenance``: results go stale when the
+    models they measured are retrained), e.g. ``weight_files("teacher", "classifier")``."""
+    files = []
+    for name in names:
+        files += [
+            (zoo_dir or ZOO_DIR) / "weights" / f for f in manifest_entry(name, zoo_dir)["weights"]
+        ]
+    return files
 
 
 def load(name: str, zoo_dir: Path | None = None) -> nn.Module:
