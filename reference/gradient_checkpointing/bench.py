@@ -288,7 +288,7 @@ class Settings:
 def settings(quick: bool) -> Settings:
     if quick:
         return Settings(batch=8, repeats=2, warmup=1, chain_ns=[4, 9, 16], rss=False)
-    return Settings(batch=64, repeats=7, warmup=2, chain_ns=[4, 9, 16, 25, 36, 49, 64, 81, 100],
+    return Settings(batch=64, repeats=15, warmup=2, chain_ns=[4, 9, 16, 25, 36, 49, 64, 81, 100],
                     rss=True)  # fmt: skip
 
 
@@ -430,6 +430,7 @@ def benchmark(quick: bool = False) -> BenchmarkResult:
     unet = zoo.load_teacher()
     m, medians, iqrs = measure(unet, s)
     rss: dict[str, float] = {}
+    idle = 0.0
     if s.rss:
         idle = peak_rss_mb(None, s.batch)
         for c in CONFIGS:
@@ -470,6 +471,11 @@ def benchmark(quick: bool = False) -> BenchmarkResult:
         "whatever the policy. Chen et al.'s sqrt(n) bound assumes a chain of equal blocks; in a "
         "U-Net the cost is concentrated at 16x16, so segments should be balanced by memory. "
         f"Lowest peak: {best_peak.name} ({v[best_peak.key]['peak_activation_mb']:.1f} MB).",
+        f"Step time: medians of {s.repeats} interleaved rounds after {s.warmup} warm-up steps; the "
+        f"baseline's IQR is {iqrs['none'] / medians['none']:.0%} of its median, so smaller "
+        f"differences are noise. The FLOP ratio is the noise-free cost of recomputation: "
+        f"{m[HEADLINE].flops / m['none'].flops:.2f}x the baseline's matmul/conv FLOPs for "
+        f"sqrt(n) segments (one extra forward pass = 4/3 if backward costs two forwards).",
         f"Control: gradient accumulation over 4 micro-batches retains "
         f"{base['activation_mb'] / v['accum']['activation_mb']:.1f}x less at "
         f"{v['accum']['step_time_ratio']:.2f}x the step time and gives the same gradient; "
