@@ -17,6 +17,7 @@ Three measurements, run in this order:
 from __future__ import annotations
 
 import os
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,11 +125,14 @@ class Settings:
     is_history: int = 10
     heldout_images: int = 300
     heldout_repeats: int = 4
+    seeds: int = 2
 
 
 def settings(quick: bool) -> Settings:
     if quick:
-        return Settings(8, 6, 4, 3, 6, 8, 3, 20, 5, 4, 2, heldout_images=40, heldout_repeats=1)
+        return Settings(
+            8, 6, 4, 3, 6, 8, 3, 20, 5, 4, 2, heldout_images=40, heldout_repeats=1, seeds=1
+        )
     return Settings(32, 200, 128, 48, 400, 32, 40, 300, 50)
 
 
@@ -302,11 +306,22 @@ def tiny_gradient_study(
 
 @dataclass
 class TrainingRun:
+    """One scheme trained with several seeds: EMA models, curves, FDDs; own-objective moments."""
+
     scheme: TrainScheme
-    model: torch.nn.Module
-    curve: Curve
-    fdd: float
+    models: list[torch.nn.Module]
+    curves: list[Curve]
+    fdds: list[float]
     own: GradientMoments
+
+    @property
+    def model(self) -> torch.nn.Module:
+        return self.models[0]
+
+    def mean_curve(self, field: str) -> list[float]:
+        """The yardstick ``field`` averaged over seeds at every evaluation."""
+        values = torch.tensor([getattr(c, field) for c in self.curves], dtype=torch.float64)
+        return values.mean(0).tolist()
 
 
 def own_objective_moments(
@@ -349,19 +364,23 @@ def training_runs(ctx: Context, s: Settings, progress: bool = False) -> dict[str
     heldout = Heldout.make(x_test[: s.heldout_images], ctx.schedule.T, s.heldout_repeats)
     noise = make_noise(s.fdd_n, seed=0)
     runs = {}
-    bar = tqdm(total=len(SCHEMES) * s.train_steps, desc="training runs", disable=not progress)
+    total = len(SCHEMES) * s.train_steps * s.seeds
+    bar = tqdm(total=total, desc="training runs", disable=not progress)
     for scheme in SCHEMES:
         p = ctx.param(scheme.parameterization)
-        model, curve = train(
-            scheme, p, ctx.x_train, heldout, (ctx.uniform, ctx.edm_q),
-            steps=s.train_steps, batch=s.train_batch, eval_every=s.eval_every,
-            history_shape=(s.is_bins, s.is_history), on_step=lambda: bar.update(1),
-        )  # fmt: skip
-        samples = sample(eps_fn_of(model, p), teacher_scheduler(), noise, steps=s.ddim_steps)
-        fdd = frechet_digits_distance(samples)
-        runs[scheme.key] = TrainingRun(
-            scheme, model, curve, fdd, own_objective_moments(ctx, model, scheme, s)
-        )
+        models, curves, fdds = [], [], []
+        for seed in range(s.seeds):
+            model, curve = train(
+                scheme, p, ctx.x_train, heldout, (ctx.uniform, ctx.edm_q),
+                steps=s.train_steps, batch=s.train_batch, eval_every=s.eval_every, seed=seed,
+                history_shape=(s.is_bins, s.is_history), on_step=lambda: bar.update(1),
+            )  # fmt: skip
+            samples = sample(eps_fn_of(model, p), teacher_scheduler(), noise, steps=s.ddim_steps)
+            models.append(model)
+            curves.append(curve)
+            fdds.append(frechet_digits_distance(samples))
+        own = own_objective_moments(ctx, models[0], scheme, s)
+        runs[scheme.key] = TrainingRun(scheme, models, curves, fdds, own)
     bar.close()
     return runs
 
@@ -416,21 +435,33 @@ def noise_ratio(m: GradientMoments) -> float | None:
     return m.trace_cov() / signal if signal > 0 else None
 
 
+def iqr(values: Sequence[float]) -> float:
+    """Inter-quartile range (inclusive quartiles; half the range for two values)."""
+    if len(values) < 2:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q3 - q1
+
+
 def training_rows(runs: dict[str, TrainingRun]) -> list[Row]:
     rows = []
     for key, r in runs.items():
         losses = torch.tensor(r.own.losses, dtype=torch.float64)
+        eps_final = [c.eps_mse[-1] for c in r.curves]
+        x0_final = [c.x0_mse[-1] for c in r.curves]
         values: dict[str, float | None] = {
             "loss_rel_var": float(losses.var() / losses.mean() ** 2),
             "grad_noise_ratio": noise_ratio(r.own),
-            "heldout_eps_mse": r.curve.eps_mse[-1],
-            "heldout_x0_mse": r.curve.x0_mse[-1],
-            "fd_digits": r.fdd,
+            "heldout_eps_mse": statistics.mean(eps_final),
+            "heldout_x0_mse": statistics.mean(x0_final),
+            "fd_digits": statistics.mean(r.fdds),
         }
+        spread = {"heldout_eps_mse": iqr(eps_final), "heldout_x0_mse": iqr(x0_final)}
+        spread["fd_digits"] = iqr(r.fdds)
         role = (
             "baseline" if key == "eps" else ("technique" if key.startswith("eps") else "reference")
         )
-        rows.append(Row(r.scheme.name, role, values))  # type: ignore[arg-type]
+        rows.append(Row(r.scheme.name, role, values, spread))  # type: ignore[arg-type]
     return rows
 
 
@@ -524,18 +555,26 @@ def variance_figure(rows: Sequence[Row], path: Path) -> Path:
 
 
 def training_figure(runs: dict[str, TrainingRun], path: Path) -> Path:
-    """Held-out eps-MSE and x0-MSE against examples seen, one line per scheme."""
+    """Held-out eps-MSE and x0-MSE against examples seen: seed mean, min-max band."""
     fig, (left, right) = _figure(10.0, 4.0, 2)
     for key, r in runs.items():
-        left.plot(r.curve.examples, r.curve.eps_mse, marker=".", label=key)
-        right.plot(r.curve.examples, r.curve.x0_mse, marker=".", label=key)
-    for ax, what in ((left, "eps-MSE"), (right, "x0-MSE")):
+        x = r.curves[0].examples
+        for ax, field in ((left, "eps_mse"), (right, "x0_mse")):
+            values = torch.tensor([getattr(c, field) for c in r.curves], dtype=torch.float64)
+            (line,) = ax.plot(x, values.mean(0).tolist(), marker=".", label=key)
+            if len(r.curves) > 1:
+                ax.fill_between(x, values.min(0).values.tolist(), values.max(0).values.tolist(),
+                                color=line.get_color(), alpha=0.15)  # fmt: skip
+    for ax, what in ((left, "eps-MSE"), (right, "clipped x0-MSE")):
         ax.set_yscale("log")
         ax.set_xlabel("training examples seen")
-        ax.set_ylabel(f"held-out {what} (uniform t)")
+        ax.set_ylabel(f"held-out {what} (uniform t, EMA weights)")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
-    fig.suptitle("Tiny U-Net from scratch: same seed, same data order, same budget")
+    seeds = len(next(iter(runs.values())).curves)
+    fig.suptitle(
+        f"Tiny U-Net from scratch: same budget, {seeds} seed(s) per scheme (band: min-max)"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     return path
@@ -544,9 +583,9 @@ def training_figure(runs: dict[str, TrainingRun], path: Path) -> Path:
 # --------------------------------------------------------------------------- benchmark
 
 
-def examples_to_reach(curve: Curve, level: float) -> int | None:
-    """First evaluated example count at which the held-out eps-MSE is <= ``level``."""
-    for n, v in zip(curve.examples, curve.eps_mse, strict=True):
+def examples_to_reach(run: TrainingRun, level: float) -> int | None:
+    """First evaluated example count at which the seed-mean held-out eps-MSE is <= ``level``."""
+    for n, v in zip(run.curves[0].examples, run.mean_curve("eps_mse"), strict=True):
         if v <= level:
             return n
     return None
@@ -572,8 +611,8 @@ def notes_of(
     ratio = noise_ratio(grads["eps-iid"])
     noise_txt = "not measurable (|E g|^2 <= 0)" if ratio is None else f"{ratio:.2f}"
     b_noise_txt = "unknown" if ratio is None else f"{s.batch * ratio:.0f}"
-    target = runs["eps"].curve.eps_mse[-1]
-    reach = {k: examples_to_reach(r.curve, target) for k, r in runs.items()}
+    target = runs["eps"].mean_curve("eps_mse")[-1]
+    reach = {k: examples_to_reach(r, target) for k, r in runs.items()}
     budget = s.train_steps * s.train_batch
     return [
         f"Two kinds of comparison. Rows 'Estimator: eps, ...' estimate the SAME objective (the "
@@ -602,9 +641,9 @@ def notes_of(
         f"weights p_EDM(t) T instead of EDM's log-normal sampling multiplies the loss variance by "
         f"{1 / v['edm-uniform']['loss_var_reduction']:.2f} and the gradient variance by "
         f"{1 / v['edm-uniform']['grad_var_reduction']:.2f} (> 1: the log-normal is the better "
-        f"proposal for its own objective); low-discrepancy + antithetic sampling on top reduces "
-        f"them {v['edm-ld-anti']['loss_var_reduction']:.2f}x and "
-        f"{v['edm-ld-anti']['grad_var_reduction']:.2f}x.",
+        f"proposal for its own objective); low-discrepancy + antithetic sampling on top: variance "
+        f"reduction {v['edm-ld-anti']['loss_var_reduction']:.2f}x (loss) and "
+        f"{v['edm-ld-anti']['grad_var_reduction']:.2f}x (gradient).",
         "Gradient estimator of the eps objective (tiny U-Net after the eps baseline's training "
         "run), reduction of the covariance trace [95% bootstrap interval from a 16-direction "
         "sketch]: "
@@ -612,16 +651,25 @@ def notes_of(
             f"{k} {v[k]['grad_var_reduction']:.2f}x [{grad_ci[k][0]:.2f}, {grad_ci[k][1]:.2f}]"
             for k in grad_ci
         )
-        + f". Its noise-to-signal ratio tr Cov(g)/|E g|^2 at batch {s.batch} is "
+        + f". Read as a decomposition of the gradient's variance: between-timestep share "
+        f"{max(0.0, 1 - 1 / v['eps-ld']['grad_var_reduction']):.0%} (1 - 1/LD gain), part odd "
+        f"in eps {max(0.0, 1 - 1 / (2 * v['eps-anti']['grad_var_reduction'])):.0%} "
+        f"(1 - 1/(2 x antithetic gain)); for the teacher's loss the between-timestep share is "
+        f"{d.between_t / d.total:.0%}."
+        f" Its noise-to-signal ratio tr Cov(g)/|E g|^2 at batch {s.batch} is "
         f"{noise_txt}: the gradient noise scale B_noise = B tr Cov/|E g|^2 (McCandlish et al.) is "
         f"{b_noise_txt} examples; variance reduction speeds training up only while the batch is "
         "below it.",
-        f"Training budget: {s.train_steps} steps of batch {s.train_batch} ({budget} examples), "
-        f"Adam lr 2e-3, same initial weights and data order; FDD of {s.fdd_n} DDIM-{s.ddim_steps} "
-        f"samples (FDD floor at that N: {fdd_floor(s.fdd_n):.2f}). Examples each run needed to "
-        f"reach the baseline's final held-out eps-MSE ({target:.4f}): "
+        f"Training: {s.train_steps} steps of batch {s.train_batch} ({budget} examples) per run, "
+        f"Adam lr 2e-3, EMA 0.99 weights evaluated, {s.seeds} seed(s) per scheme (seed = initial "
+        f"weights, data order and noise draws; every scheme sees the same seeds); FDD of "
+        f"{s.fdd_n} DDIM-{s.ddim_steps} samples (FDD floor at that N: {fdd_floor(s.fdd_n):.2f}), "
+        "per seed: "
+        + "; ".join(f"{k} " + ", ".join(f"{f:.1f}" for f in r.fdds) for k, r in runs.items())
+        + f". Examples needed to reach the baseline's final seed-mean held-out eps-MSE "
+        f"({target:.4f}): "
         + ", ".join(f"{k} {'never' if n is None else n}" for k, n in reach.items())
-        + ". One seed per scheme: differences of a few percent are within run-to-run noise.",
+        + ". Differences smaller than the seed-to-seed spread (the rows' spread) are noise.",
         f"sigma_data (RMS of the training pixels) = {ctx.edm.sigma_data:.3f}; every network is "
         "conditioned on the discrete t instead of EDM's c_noise = ln(sigma)/4 (a monotone "
         "function of the same noise level).",
@@ -651,7 +699,7 @@ def benchmark(quick: bool = False, progress: bool = False) -> BenchmarkResult:
     ]
     best_loss = max(same, key=lambda e: by_key[e.key].values["loss_var_reduction"])
     best_grad = max(same, key=lambda e: by_key[e.key].values["grad_var_reduction"])
-    fdd = {k: r.fdd for k, r in runs.items()}
+    fdd = {k: statistics.mean(r.fdds) for k, r in runs.items()}
     return BenchmarkResult(
         slug=SLUG,
         module="reference.reparameterization",

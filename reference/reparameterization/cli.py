@@ -103,9 +103,10 @@ def _demo(args: argparse.Namespace) -> int:
     if args.train_steps:
         runs = training_runs(ctx, s, progress=True)
         print(f"\nTiny U-Net, {s.train_steps} steps of batch {s.train_batch}, held-out yardsticks")
-        print(f"{'scheme':12} {'eps-MSE':>9} {'x0-MSE':>9} {'FDD':>8}")
+        print(f"{'scheme':16} {'eps-MSE':>9} {'x0-MSE':>9} {'FDD':>8}")
         for key, r in runs.items():
-            print(f"{key:12} {r.curve.eps_mse[-1]:9.4f} {r.curve.x0_mse[-1]:9.4f} {r.fdd:8.2f}")
+            eps_mse, x0_mse = r.mean_curve("eps_mse")[-1], r.mean_curve("x0_mse")[-1]
+            print(f"{key:16} {eps_mse:9.4f} {x0_mse:9.4f} {sum(r.fdds) / len(r.fdds):8.2f}")
         figures.append(training_figure(runs, args.out / f"{SLUG}-training.png"))
     print("\nwrote " + " and ".join(str(f) for f in figures))
     return 0

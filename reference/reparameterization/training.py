@@ -9,12 +9,17 @@ as different learning rates (their *relative* weighting of noise levels still ma
 The losses of different parameterizations are on different scales, so progress is read on
 yardsticks that do not depend on the scheme, computed on a fixed held-out set (the 300 test
 digits, each with fixed noise at fixed, evenly spread timesteps): the eps-MSE with uniform ``t``
-(the zoo's training objective, DDPM's ``L_simple``) and the x0-MSE with uniform ``t``. After the
-budget, samples of every model are drawn with the same DDIM sampler and scored with the FDD.
+(the zoo's training objective, DDPM's ``L_simple``) and the x0-MSE with uniform ``t`` of the
+prediction clipped to [-1, 1] (what the sampler uses: unclipped, an eps-network's
+``x0_hat = (x_t - sigma_t eps_hat)/alpha_t`` explodes as ``alpha_t -> 0``). After the budget,
+samples of every model are drawn with the same DDIM sampler and scored with the FDD. As in
+DDPM practice the evaluated weights are an exponential moving average (EMA) of the iterates,
+which removes most of the last-step noise of a short run.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -81,14 +86,15 @@ class Heldout:
 def yardsticks(
     model: nn.Module, p: Parameterization, h: Heldout, batch: int = 600
 ) -> dict[str, float]:
-    """Held-out eps-MSE and x0-MSE (uniform ``t``) of ``model`` read as parameterization ``p``."""
+    """Held-out eps-MSE and clipped-x0-MSE (uniform ``t``) of ``model`` read as ``p``."""
     eps_se, x0_se = 0.0, 0.0
     for i in range(0, len(h.x0), batch):
         x0, t, eps = h.x0[i : i + batch], h.t[i : i + batch], h.eps[i : i + batch]
         x_t = p.schedule.add_noise(x0, eps, t)
         out = model(p.network_input(x_t, t), t, return_dict=False)[0]
         eps_se += float((p.to_eps(out, x_t, t) - eps).square().mean(dim=(1, 2, 3)).sum())
-        x0_se += float((p.to_x0(out, x_t, t) - x0).square().mean(dim=(1, 2, 3)).sum())
+        x0_hat = p.to_x0(out, x_t, t).clamp(-1.0, 1.0)
+        x0_se += float((x0_hat - x0).square().mean(dim=(1, 2, 3)).sum())
     return {"eps_mse": eps_se / len(h.x0), "x0_mse": x0_se / len(h.x0)}
 
 
@@ -129,20 +135,23 @@ def train(
     eval_every: int = 50,
     seed: int = 0,
     history_shape: tuple[int, int] = (50, 10),
+    ema_decay: float = 0.99,
     on_step: Callable[[], None] | None = None,
 ) -> tuple[nn.Module, Curve]:
-    """Train a fresh tiny U-Net for ``steps`` steps; return it and its yardstick curve.
+    """Train a fresh tiny U-Net for ``steps`` steps; return its EMA and its yardstick curve.
 
     The minibatch loss is ``mean_i p(t_i)/q(t_i) * l_p(x_0^i, t_i, eps_i)`` with ``p`` the
     objective's noise-level distribution and ``q`` the proposal (weights are 1 unless ``q``
     differs from ``p``), so importance sampling leaves the objective unchanged.
-    ``history_shape``: ``(bins, losses per bin)`` of the importance-sampling history.
+    ``history_shape``: ``(bins, losses per bin)`` of the importance-sampling history. The
+    yardsticks are measured on the EMA weights (``ema_decay``; 0 evaluates the raw iterate).
     """
     if steps < 1 or batch < 2:
         raise ValueError(f"steps must be >= 1 and batch >= 2, got steps={steps}, batch={batch}")
     uniform, edm = proposals
     p_obj = edm.pmf if p.name == "edm" else uniform.pmf
     model = build_tiny_unet(seed).train()
+    ema = copy.deepcopy(model).eval().requires_grad_(False)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
     history = None
@@ -151,9 +160,7 @@ def train(
     curve, running = Curve(), []
 
     def evaluate(step: int) -> None:
-        model.eval()
-        ys = yardsticks(model, p, heldout)
-        model.train()
+        ys = yardsticks(ema, p, heldout)
         curve.examples.append(step * batch)
         curve.eps_mse.append(ys["eps_mse"])
         curve.x0_mse.append(ys["x0_mse"])
@@ -172,6 +179,9 @@ def train(
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        with torch.no_grad():
+            for e, w in zip(ema.parameters(), model.parameters(), strict=True):
+                e.lerp_(w, 1.0 - ema_decay)
         running.append(float(loss.detach()))
         if history is not None:
             history.update(d.t, per_example)
@@ -179,7 +189,7 @@ def train(
             on_step()
         if step % eval_every == 0 or step == steps:
             evaluate(step)
-    return model.eval(), curve
+    return ema.requires_grad_(True), curve
 
 
 def eps_fn_of(model: nn.Module, p: Parameterization):
