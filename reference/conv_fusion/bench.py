@@ -513,7 +513,7 @@ def _figures(sweep: Sequence[NetworkRun], cfg: BenchConfig, out: Path) -> list[s
     for net in LABELS:
         runs = [r for r in sweep if r.network == net]
         series[f"{LABELS[net]}: measured"] = [r.speedup for r in runs]
-        series[f"{LABELS[net]}: limit T/(T-T_BN)"] = [r.limit for r in runs]
+        series[f"{LABELS[net]}: limit T/(T-T_removed)"] = [r.limit for r in runs]
     name = f"{SLUG}.png"
     curve_plot(
         list(cfg.batches),
