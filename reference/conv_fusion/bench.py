@@ -80,7 +80,7 @@ class BenchConfig:
     headline_batch: int = 32
     width: int = 32
     depth: int = 12
-    repeats: int = 30
+    repeats: int = 50
     warmup: int = 5
     compile: bool = True
     threads: int = 2

@@ -52,7 +52,7 @@ class BenchConfig:
     n_samples: int = 256
     steps: int = 20
     latency_batch: int = 64
-    repeats: int = 20
+    repeats: int = 30
     warmup: int = 3
     threads: int = 2
     use_zoo: bool = True
