@@ -70,6 +70,7 @@ ZOO_SPECS: dict[str, ZooSpec] = {
         steps=STEPS,
         batch=BATCH,
         lr=LR,
+        storage_dtype="float16",
     )
     for name, config in CONFIGS.items()
 }

@@ -105,7 +105,7 @@ def train_one(
     outcome = spec.train_model(ctx)
     file_name = f"{spec.name}.safetensors"
     path = zoo_dir / WEIGHTS_SUBDIR / file_name
-    digest = save_weights(outcome.model, path)
+    digest = save_weights(outcome.model, path, spec.storage_dtype)
     entry: dict[str, Any] = {
         "description": spec.description,
         "architecture": spec.architecture,
@@ -117,6 +117,7 @@ def train_one(
         "batch": ctx.batch,
         "lr": ctx.lr,
         "hparams": spec.hparams,
+        "storage_dtype": spec.storage_dtype,
         "optimizer": "AdamW, linear warm-up + cosine decay to 0.1x, grad-norm clip 1.0",
         "final_loss": round(outcome.final_loss, 6),
         "train_seconds": round(ctx.train_seconds, 1),

@@ -90,11 +90,23 @@ def update_manifest(name: str, entry: dict[str, Any], zoo_dir: Path | None = Non
         os.close(fd)
 
 
-def save_weights(module: torch.nn.Module, path: Path) -> str:
-    """Save ``module.state_dict()`` as safetensors (atomically); return the file's sha256."""
+STORAGE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+def save_weights(module: torch.nn.Module, path: Path, storage_dtype: str = "float32") -> str:
+    """Save ``module.state_dict()`` as safetensors (atomically); return the file's sha256.
+
+    Floating-point tensors are stored as ``storage_dtype`` (see ``ZooSpec.storage_dtype``).
+    """
     from safetensors.torch import save
 
-    state = {k: v.detach().contiguous().clone() for k, v in module.state_dict().items()}
+    if storage_dtype not in STORAGE_DTYPES:
+        raise ZooError(f"{path}: unknown storage dtype {storage_dtype!r}; use float32 or float16")
+    dtype = STORAGE_DTYPES[storage_dtype]
+    state = {
+        k: (v.to(dtype) if v.is_floating_point() else v).detach().contiguous().clone()
+        for k, v in module.state_dict().items()
+    }
     atomic_write_bytes(path, save(state))
     return sha256_file(path)
 
