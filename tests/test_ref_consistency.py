@@ -1,0 +1,156 @@
+"""Latent consistency distillation: boundary conditions, grids, solver and sampler vs diffusers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from diffusers import LCMScheduler
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference import zoo
+from reference.consistency import (
+    MAX_TIMESTEP,
+    boundary_scalings,
+    consistency_distillation_loss,
+    consistency_fn,
+    consistency_sample,
+    ddim_solver_step,
+    ema_update,
+    lcm_scheduler,
+    main,
+    sampling_timesteps,
+    skipping_timesteps,
+)
+from reference.consistency.bench import latent_scheduler
+from reference.harness import (
+    LATENT_SHAPE,
+    count_nfe,
+    make_noise,
+    model_eps_fn,
+    sample,
+    validate_result,
+)
+from reference.zoo.specs import SPECS
+
+
+def toy_eps(z: torch.Tensor, t: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return 0.9 * z + 1e-4 * t.float().view(-1, 1, 1, 1) + 0.02 * labels.float().view(-1, 1, 1, 1)
+
+
+@pytest.fixture(scope="module")
+def net() -> torch.nn.Module:
+    torch.manual_seed(0)  # an untrained network of the zoo latent teacher's architecture
+    return SPECS["latent_teacher"].build_model().eval()
+
+
+def acp() -> torch.Tensor:
+    return zoo.teacher_scheduler().alphas_cumprod
+
+
+def test_boundary_condition_is_the_identity_at_zero() -> None:
+    c_skip, c_out = boundary_scalings(0)
+    assert c_skip.item() == 1.0 and c_out.item() == 0.0
+    z = torch.randn((3, *LATENT_SHAPE))
+    out = consistency_fn(
+        toy_eps, z, torch.zeros(3, dtype=torch.long), torch.tensor([0, 5, 10]), acp()
+    )
+    assert torch.equal(out, z)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(min_value=1, max_value=999))
+def test_boundary_scalings_interpolate_skip_and_network(t: int) -> None:
+    c_skip, c_out = boundary_scalings(t)
+    c_skip_prev, _ = boundary_scalings(t - 1)
+    assert 0 < c_skip.item() < c_skip_prev.item() <= 1 and 0 < c_out.item() <= 1
+    # LCM's pair satisfies c_skip + c_out^2 = 1 at every t
+    assert abs(c_skip.item() + c_out.item() ** 2 - 1) < 1e-6
+
+
+def test_grid_and_sampling_timesteps_follow_lcm_rules() -> None:
+    assert skipping_timesteps()[[0, 1, -1]].tolist() == [19, 39, MAX_TIMESTEP]
+    # LCMScheduler's own selection rule on the same 49-point grid (k = 980 // 49 = 20):
+    oracle = LCMScheduler(num_train_timesteps=980, original_inference_steps=49)
+    for steps in (1, 2, 3, 4, 8, 49):
+        oracle.set_timesteps(steps)
+        assert sampling_timesteps(steps) == oracle.timesteps.tolist()
+    assert sampling_timesteps(2) == [979, 499]
+    with pytest.raises(ValueError, match=r"steps must be in \[1, 49\]"):
+        sampling_timesteps(0)
+
+
+def test_ddim_solver_step_is_diffusers_ddim_on_latents() -> None:
+    ref = latent_scheduler()
+    ref.set_timesteps(50)  # step 980 -> 960
+    z, labels = 3 * torch.randn((2, *LATENT_SHAPE)), torch.tensor([4, 10])
+    t = torch.full((2,), 980)
+    expected = ref.step(toy_eps(z, t, labels), 980, z).prev_sample
+    got = ddim_solver_step(toy_eps, z, t, t - 20, labels, ref.alphas_cumprod)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("steps", [1, 2, 4])
+def test_sampler_equals_diffusers_lcm_scheduler(net: torch.nn.Module, steps: int) -> None:
+    noise, labels = make_noise(3, 7, LATENT_SHAPE), torch.tensor([2, 9, 10])
+    counter = count_nfe(model_eps_fn(net))
+    ours = consistency_sample(counter, noise, labels, acp(), steps, seed=11)
+    theirs = sample(
+        model_eps_fn(net),
+        lcm_scheduler(steps),
+        noise,
+        steps=steps,
+        labels=labels,
+        seed=11,
+        clamp=False,
+    )
+    assert counter.nfe == steps
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_distillation_loss_trains_the_online_network_only(net: torch.nn.Module) -> None:
+    online, target = SPECS["latent_teacher"].build_model(), SPECS["latent_teacher"].build_model()
+    online.load_state_dict(net.state_dict())
+    target.load_state_dict(net.state_dict())
+    for p in target.parameters():
+        p.requires_grad_(False)
+    torch.manual_seed(0)
+    z0, labels = torch.randn((6, *LATENT_SHAPE)), torch.tensor([0, 1, 2, 3, 4, 10])
+    loss = consistency_distillation_loss(
+        model_eps_fn(online), model_eps_fn(target), model_eps_fn(net), z0, labels, acp()
+    )
+    loss.backward()
+    assert torch.isfinite(loss) and loss.item() > 0
+    assert all(p.grad is None for p in net.parameters())
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in online.parameters())
+
+
+def test_ema_update_is_a_lerp_towards_the_online_weights() -> None:
+    target, online = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    before = target.weight.detach().clone()
+    ema_update(target, online, mu=0.95)
+    torch.testing.assert_close(target.weight, 0.95 * before + 0.05 * online.weight.detach())
+
+
+@pytest.mark.parametrize("argv", [["--steps", "0"], ["--steps", "50"], ["--n", "3"], ["--quick"]])
+def test_bad_arguments_exit_with_one_clear_line(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    message = str(exc.value.code)
+    assert message.startswith("error: ") and "\n" not in message
+
+
+@pytest.mark.slow
+def test_quick_benchmark_is_a_valid_result(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from reference.consistency import benchmark
+
+    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
+    result = benchmark(quick=True)
+    assert validate_result(result.to_dict()) == []
+    roles = {r.role for r in result.rows}
+    assert roles == {"baseline", "technique", "control", "reference"}
+    nfe = {r.name: r.values["nfe"] for r in result.rows}
+    assert nfe["Consistency model, 2 steps"] == 2 and nfe["Latent teacher, DDIM 50 steps"] == 50
+    assert all((tmp_path / f).is_file() for f in result.figures)
