@@ -395,7 +395,7 @@ METRICS = metrics(
     loss_rel_var=MetricSpec("Relative variance of the loss estimate, Var/mean^2", "", "lower"),
     grad_noise_ratio=MetricSpec("Gradient noise-to-signal tr Cov(g) / |E g|^2", "", "lower"),
     heldout_eps_mse=MetricSpec("Held-out eps-MSE after the budget (uniform t)", "", "lower"),
-    heldout_x0_mse=MetricSpec("Held-out x0-MSE after the budget (uniform t)", "", "lower"),
+    heldout_x0_mse=MetricSpec("Held-out clipped-x0 MSE after the budget (uniform t)", "", "lower"),
     fd_digits=MetricSpec("Fréchet distance (digits classifier)", "", "lower"),
 )  # fmt: skip
 
@@ -528,27 +528,34 @@ def mechanism_figure(ctx: Context, loss: LossStudy, path: Path) -> Path:
 def variance_figure(rows: Sequence[Row], path: Path) -> Path:
     """Loss and gradient variance reduction of every estimator (log scale; 2x line)."""
     import numpy as np
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator, ScalarFormatter
 
-    fig, (left, right) = _figure(10.0, 0.4 * len(rows) + 1.6, 2)
+    fig, (left, right) = _figure(11.0, 0.42 * len(rows) + 1.8, 2)
     names = [r.name.removeprefix("Estimator: ") for r in rows]
     y = np.arange(len(rows))
     for ax, key, title in (
-        (left, "loss_var_reduction", "loss estimator (zoo teacher)"),
-        (right, "grad_var_reduction", "gradient estimator (tiny U-Net)"),
+        (left, "loss_var_reduction", "Loss estimator\n(eps: zoo teacher; EDM: tiny EDM U-Net)"),
+        (right, "grad_var_reduction", "Gradient estimator, trace of covariance\n(tiny U-Nets)"),
     ):
-        vals = [r.values[key] for r in rows]
+        vals = [float(r.values[key] or 1.0) for r in rows]
         colors = ["#4c72b0" if v >= 1 else "#c44e52" for v in vals]
         ax.barh(y, vals, color=colors)
         ax.set_xscale("log")
+        ticks = [
+            t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if min(vals) / 1.5 <= t <= max(vals) * 1.5
+        ]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.axvline(1.0, color="black", lw=0.8)
         ax.axvline(2.0, color="#8c8c8c", ls="--", lw=1)
-        ax.set_title(f"Variance reduction, {title}", fontsize=10)
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("Var(group baseline) / Var(estimator)")
-        ax.grid(axis="x", alpha=0.3, which="both")
+        ax.grid(axis="x", alpha=0.3)
+        ax.invert_yaxis()
     left.set_yticks(y, labels=names, fontsize=8)
     right.set_yticks(y, labels=[])
-    left.invert_yaxis()
-    right.invert_yaxis()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     return path
@@ -670,6 +677,15 @@ def notes_of(
         f"({target:.4f}): "
         + ", ".join(f"{k} {'never' if n is None else n}" for k, n in reach.items())
         + ". Differences smaller than the seed-to-seed spread (the rows' spread) are noise.",
+        "Reweighting, scale-free (rows 'Training: ...', each run's own minibatch objective and "
+        "sampling on its own network after the budget): relative loss variance Var/mean^2 and "
+        "gradient noise-to-signal tr Cov(g)/|E g|^2; times the batch the latter is the number of "
+        "examples a step needs before its noise stops dominating: "
+        + ", ".join(
+            f"{k} {'n/a' if noise_ratio(r.own) is None else f'{s.batch * noise_ratio(r.own):.0f}'}"
+            for k, r in runs.items()
+        )
+        + ".",
         f"sigma_data (RMS of the training pixels) = {ctx.edm.sigma_data:.3f}; every network is "
         "conditioned on the discrete t instead of EDM's c_noise = ln(sigma)/4 (a monotone "
         "function of the same noise level).",
