@@ -431,8 +431,10 @@ def benchmark(quick: bool = False, cfg: BenchConfig | None = None, progress: boo
         "noise for every row. Accuracy: the clean zoo classifier (not the noisy classifier that "
         f"guides). FDD floor at n={cfg.n}: {fdd_floor(cfg.n):.2f}; within-class diversity of "
         f"real test digits: {real_diversity():.2f}.",
-        f"Headline scales: the smallest of the swept scales reaching {cfg.target_accuracy:.0%} "
-        f"accuracy at {k} steps: classifier guidance s={s_cg:g}, classifier-free w={s_cfg:g}.",
+        f"Headline scales (the smallest swept scale reaching {cfg.target_accuracy:.0%} accuracy "
+        f"at {k} steps, else the most accurate one): classifier guidance s={s_cg:g} "
+        f"({acc_cg:.0%}), classifier-free w={s_cfg:g} "
+        f"({res[('cfg', s_cfg, k)]['accuracy']:.0%}).",
         f"Cost of one denoising step at batch {cfg.latency_batch} (median of {cfg.repeats} "
         f"interleaved rounds, {cfg.threads} threads): unguided "
         f"{cost['uncond']['step_ms']:.1f} ms, classifier guidance (U-Net + classifier forward "

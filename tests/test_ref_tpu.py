@@ -186,3 +186,12 @@ def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
     assert parity.met
     for fig in result.figures:
         assert (tmp_path / fig).is_file()
+
+
+def test_payoff_text_covers_the_four_cases() -> None:
+    from reference.tpu.bench import payoff_text
+
+    assert payoff_text(1.0, 20.0, 10.0) == "after 100 images"  # 1 s repaid by 10 ms per image
+    assert payoff_text(-1.0, 20.0, 10.0).startswith("from the first image")
+    assert payoff_text(1.5, 10.0, 20.0).startswith("never (it is slower")
+    assert "first 667 images" in payoff_text(-0.2, 10.0, 10.3)
