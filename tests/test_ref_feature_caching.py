@@ -178,6 +178,17 @@ def test_diffusers_hooks_in_their_exact_settings_equal_the_plain_dit() -> None:
     assert lazy.full_calls == 1
 
 
+def test_every_deepcache_row_runs_the_interval_its_name_states(unet) -> None:
+    from reference.feature_caching.bench import BenchConfig, unet_configs
+
+    configs = unet_configs(unet, BenchConfig(intervals=(2, 3, 5), headline_interval=3), f=0.5)
+    cached = [c for c in configs if c.key.startswith("dc")]
+    assert {c.key for c in cached} >= {"dc_lru"}
+    for c in cached:
+        eps = c.make_eps()
+        assert f"N={eps.interval}" in c.name, c.name  # a late-bound loop variable would differ
+
+
 def test_cli_rejects_bad_arguments_with_one_line() -> None:
     with pytest.raises(SystemExit) as info:
         fc.main(["--interval", "0"])

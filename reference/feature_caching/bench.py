@@ -152,7 +152,7 @@ def unet_configs(unet: nn.Module, cfg: BenchConfig, f: float) -> list[Config]:
             "dc_lru",
             f"DeepCache N={n} + condition-embedding LRU",
             "technique",
-            lambda: DeepCacheEps(unet, n, b, condition_cache=cond_cache),
+            lambda n=n: DeepCacheEps(unet, n, b, condition_cache=cond_cache),
             s,
             full_passes=full_steps(s, n),
         )
