@@ -124,7 +124,12 @@ def frechet_digits_distance(samples: torch.Tensor, reference: FeatureStats | Non
 
 @lru_cache(maxsize=16)
 def fdd_floor(n: int, seed: int = 0) -> float:
-    """FDD of ``n`` random real *training* digits vs the test digits: the best achievable at n."""
+    """FDD of ``n`` random real *training* digits vs the test digits: a real-data reference at n.
+
+    Not a strict lower bound: the subset is drawn without class balance (class-balanced samples
+    can score below it) and the classifier whose features are compared was trained on these very
+    digits. Read it as "what real digits score at this n", not as "the best achievable".
+    """
     x, _ = load_digits_tensors("train")
     if not 2 <= n <= len(x):
         raise ValueError(f"fdd_floor: n must be in [2, {len(x)}], got {n}")
