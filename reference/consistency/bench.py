@@ -295,7 +295,10 @@ def benchmark(quick: bool = False, cfg: Config | None = None) -> BenchmarkResult
         notes=notes,
         figures=figures,
         provenance=provenance(
-            [__file__, *(Path(__file__).parent / f for f in ("core.py", "train.py"))]
+            [
+                *sorted(Path(__file__).parent.glob("*.py")),
+                *zoo.weight_files("vae", "latent_teacher", "consistency_latent", "classifier"),
+            ]
         ),
     )
 

@@ -213,7 +213,12 @@ def benchmark(quick: bool = False, cfg: Config | None = None) -> BenchmarkResult
         notes=notes,
         figures=figures,
         provenance=provenance(
-            [__file__, *(Path(__file__).parent / f for f in ("core.py", "train.py"))]
+            [
+                *sorted(Path(__file__).parent.glob("*.py")),
+                *zoo.weight_files(
+                    "teacher", "pd_student_8", "pd_student_4", "pd_student_2", "classifier"
+                ),
+            ]
         ),
     )
 
