@@ -133,6 +133,25 @@ def test_grid_status_counts_and_strategy_replay(tmp_path: Path) -> None:
     assert curves["grid"][-1] == min(table.values())  # the full grid always finds the best
 
 
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used")
+def test_a_trial_orphaned_before_its_first_heartbeat_is_retried(tmp_path: Path) -> None:
+    from datetime import datetime, timedelta
+
+    space = {"sampler": ["ddim", "unipc"], "steps": [2, 3], "guidance": [1.0]}
+    study = gs.open_study(f"sqlite:///{tmp_path / 'o.db'}", "o", space, heartbeat=1, grace=2)
+    orphan = study.ask()  # RUNNING with a grid point, no heartbeat: a worker killed right here
+    assert gs.fail_orphaned_trials(study) == []  # younger than the grace period: left alone
+    later = datetime.now() + timedelta(seconds=60)
+    assert gs.fail_orphaned_trials(study, now=later) == [orphan.number]
+    trials = study.get_trials(deepcopy=False)
+    assert trials[orphan.number].state == TrialState.FAIL
+    retry = [t for t in trials if t.state == TrialState.WAITING]
+    assert len(retry) == 1
+    assert retry[0].system_attrs["grid_id"] == trials[orphan.number].system_attrs["grid_id"]
+    status = gs.run_worker(study, space, gs.toy_objective(0.0))
+    assert (status.complete, status.total, status.duplicates) == (4, 4, 0)
+
+
 def test_bad_arguments_give_one_clear_line() -> None:
     with pytest.raises(SystemExit) as info:
         gs.main(["--search", "--objective", "toy", "--n", "1"])

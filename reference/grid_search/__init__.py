@@ -59,7 +59,15 @@ from .objective import (
     toy_objective,
     train_objective,
 )
-from .search import GridStatus, completed_table, grid_points, grid_status, open_study, run_worker
+from .search import (
+    GridStatus,
+    completed_table,
+    fail_orphaned_trials,
+    grid_points,
+    grid_status,
+    open_study,
+    run_worker,
+)
 
 __all__ = [
     "DEFAULT_POINT",
@@ -71,6 +79,7 @@ __all__ = [
     "benchmark",
     "best_so_far_curves",
     "completed_table",
+    "fail_orphaned_trials",
     "grid_points",
     "grid_status",
     "main",

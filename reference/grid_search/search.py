@@ -6,7 +6,11 @@ is the only coordination. :func:`run_worker` loops:
 1. ``fail_stale_trials``: a trial whose worker stopped sending heartbeats for ``grace``
    seconds (killed, machine lost) is marked FAIL, and
    :class:`optuna.storages.RetryHeartbeatStaleTrialCallback` adds a WAITING copy of it
-   that keeps its ``grid_id`` (so the grid point is re-run, not lost);
+   that keeps its ``grid_id`` (so the grid point is re-run, not lost). Optuna only judges
+   trials that have a heartbeat: a worker killed between creating its trial and recording the
+   first heartbeat (a window of milliseconds, wider on a loaded machine) would leave the point
+   RUNNING forever, so :func:`fail_orphaned_trials` treats such a trial the same way once it
+   is older than ``grace``;
 2. grid points that failed without a pending retry (an exception, retries used up) are
    re-enqueued with ``enqueue_trial`` (fixed parameters);
 3. if every point is COMPLETE the worker exits; if the remaining points are all RUNNING in other
@@ -31,6 +35,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import optuna
@@ -147,6 +152,45 @@ def open_study(
     )
 
 
+def _rdb_storage(study: optuna.Study) -> RDBStorage | None:
+    storage = getattr(study._storage, "_backend", study._storage)
+    return storage if isinstance(storage, RDBStorage) else None
+
+
+def fail_orphaned_trials(study: optuna.Study, now: datetime | None = None) -> list[int]:
+    """Fail (and retry) RUNNING trials that never recorded a heartbeat and are older than grace.
+
+    ``fail_stale_trials`` skips a trial without a heartbeat row, so a worker killed before its
+    first heartbeat would orphan its grid point. ``now`` (local time, as Optuna's
+    ``datetime_start``) is for tests. Returns the numbers of the trials failed here.
+    """
+    import sqlalchemy
+
+    rdb = _rdb_storage(study)
+    if rdb is None or rdb.heartbeat_interval is None:
+        return []
+    grace = rdb.grace_period or 2 * rdb.heartbeat_interval
+    now = now or datetime.now()
+    with rdb.engine.connect() as conn:
+        rows = conn.execute(sqlalchemy.text("SELECT trial_id FROM trial_heartbeats"))
+        beating = {int(r[0]) for r in rows}
+    callback = rdb.get_heartbeat_stale_trial_callback()
+    failed: list[int] = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if t._trial_id in beating or t.datetime_start is None:
+            continue
+        if (now - t.datetime_start).total_seconds() <= grace:
+            continue
+        try:
+            study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+        except RuntimeError:  # finished meanwhile (UpdateFinishedTrialError)
+            continue
+        failed.append(t.number)
+        if callback is not None:
+            callback(study, study._storage.get_trial(t._trial_id))
+    return failed
+
+
 def run_worker(
     study: optuna.Study,
     space: SearchSpace,
@@ -168,6 +212,7 @@ def run_worker(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             fail_stale_trials(study)
+        fail_orphaned_trials(study)
         status = grid_status(study, space)
         if status.done:
             return status
