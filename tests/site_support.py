@@ -35,6 +35,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "site"
 FIXTURE_ENTRY = FIXTURES / "entries" / "xss-probe.yaml"
+PLANNED_ENTRY = FIXTURES / "entries" / "planned-probe.yaml"
 LANGS = ("en", "es", "ru")
 LANG_PREFIX = {"en": "", "es": "es/", "ru": "ru/"}
 GENERATED = ("terms", "categories", "index-a-z.md", "compare.md", "results")
@@ -88,11 +89,13 @@ def write_config(root: Path) -> Path:
 
 
 def entries_with_fixture(root: Path, source: Path | None = None) -> Path:
-    """The project's entries (or ``source``) plus the ``xss-probe`` fixture entry."""
+    """The project's entries (or ``source``) plus the fixture entries ``xss-probe`` and
+    ``planned-probe`` (a technique whose module is planned)."""
     target = root / "entries"
     source = source or REPO / "glossary" / "entries"
     shutil.copytree(source, target)
-    shutil.copy2(FIXTURE_ENTRY, target / FIXTURE_ENTRY.name)
+    for fixture in (FIXTURE_ENTRY, PLANNED_ENTRY):
+        shutil.copy2(fixture, target / fixture.name)
     return target
 
 
