@@ -403,14 +403,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.quick and not args.bench:
             raise ValueError("--quick only applies to --bench")
         if args.bench:
-            from reference.harness import write_result
+            from reference.harness import write_and_report
 
-            result = benchmark(quick=args.quick)
-            path = write_result(result)
-            for a in result.aims:
-                shown = "n/a" if a.measured is None else f"{a.measured:.3g}"
-                print(f"[{'met' if a.met else 'NOT met'}] {a.text}: {shown}")
-            print(f"wrote {path}")
+            write_and_report(benchmark(quick=args.quick))
             return 0
         _demo(args.steps, args.n, args.seed, args.out)
         return 0

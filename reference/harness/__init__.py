@@ -131,6 +131,7 @@ _EXPORTS: dict[str, str] = {
     "write_result": "results",
     # runner
     "TECHNIQUES": "runner",
+    "write_and_report": "runner",
     # plots
     "bar_chart": "plots",
     "curve_plot": "plots",

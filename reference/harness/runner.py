@@ -102,6 +102,16 @@ def summary_line(result: BenchmarkResult) -> str:
     return f"{result.slug:30} {speed:>18} {quality:>24} {met}/{len(result.aims)}"
 
 
+def write_and_report(result: BenchmarkResult) -> Path:
+    """Write ``result`` and print one line per aim: what a module's ``--bench`` prints."""
+    path = write_result(result)
+    for a in result.aims:
+        shown = "n/a" if a.measured is None else f"{a.measured:.3g}"
+        print(f"[{'met' if a.met else 'NOT met'}] {a.text}: {shown}")
+    print(f"wrote {path}")
+    return path
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="glossary bench",
