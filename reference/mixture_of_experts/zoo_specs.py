@@ -23,7 +23,9 @@ from .denoiser import TinyDiT
 
 ALPHA = 0.01
 """Weight of the load-balancing loss (Switch Transformer's value)."""
-STEPS, BATCH, LR = 800, 64, 1e-3
+STEPS, BATCH, LR = 3000, 64, 1e-3
+"""800 steps left all three models producing noise (eps-MSE 0.43 at t=50 against 0.14 for the
+zoo DiT), which made the quality comparison meaningless."""
 BASE: dict[str, Any] = {"dim": 48, "depth": 4, "heads": 3, "mlp_hidden": 192}
 CONFIGS: dict[str, dict[str, Any]] = {
     "moe_dense": {**BASE, "ffn": "dense"},
