@@ -115,7 +115,7 @@ def train_consistency(ctx: TrainContext) -> TrainOutcome:
         "vae_scaling_factor": scale,
         "scheduler": dict(SCHEDULER_CONFIG),
     }
-    return TrainOutcome(copy.deepcopy(pair.target), loss, extra=extra)
+    return TrainOutcome(pair.target, loss, extra=extra)
 
 
 def _alphas_cumprod() -> torch.Tensor:

@@ -142,7 +142,7 @@ def train_pd_student(ctx: TrainContext) -> TrainOutcome:
         "p_uncond": P_UNCOND,
         "scheduler": dict(SCHEDULER_CONFIG),
     }
-    return TrainOutcome(copy.deepcopy(model), loss, extra=extra)
+    return TrainOutcome(model, loss, extra=extra)
 
 
 def _spec(name: str, description: str) -> ZooSpec:
