@@ -2,7 +2,7 @@
 
 Modules
 -------
-* :mod:`~reference.harness.data` - the 16x16 digits: ``load_digits_tensors(split)``.
+* :mod:`~reference.data` - the 16x16 digits: ``load_digits_tensors(split)``.
 * :mod:`~reference.harness.sampling` - ``sample(eps_fn, scheduler, noise, ...)``, ``make_noise``,
   ``model_eps_fn``, ``count_nfe`` (one loop for baselines, techniques and controls) and the
   cached standard baseline ``teacher_samples(n, steps)``.
@@ -71,10 +71,10 @@ from typing import Any
 
 _EXPORTS: dict[str, str] = {
     # data
-    "load_digits_tensors": "data",
-    "NULL_CLASS": "data",
-    "NUM_CLASSES": "data",
-    "to_unit_range": "data",
+    "load_digits_tensors": "reference.data",
+    "NULL_CLASS": "reference.data",
+    "NUM_CLASSES": "reference.data",
+    "to_unit_range": "reference.data",
     # sampling
     "EpsFn": "sampling",
     "NFECounter": "sampling",
@@ -145,7 +145,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'reference.harness' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    path = module if module.startswith("reference.") else f"{__name__}.{module}"
+    value = getattr(importlib.import_module(path), name)
     globals()[name] = value
     return value
 

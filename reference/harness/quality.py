@@ -41,7 +41,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from .data import load_digits_tensors
+from reference.data import load_digits_tensors
 
 PEAK_TO_PEAK = 2.0
 """Images live in [-1, 1]: the PSNR peak signal is 2."""

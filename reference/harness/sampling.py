@@ -12,7 +12,7 @@ The denoiser is any callable ``eps_fn(x_t, t, labels) -> eps`` (an :data:`EpsFn`
 * ``x_t``: the current sample ``[N, C, H, W]`` (already passed through
   ``scheduler.scale_model_input``);
 * ``t``: a 1-D tensor ``[N]`` with the scheduler's timestep for every row;
-* ``labels``: int64 ``[N]``, digits 0-9 or :data:`~reference.harness.data.NULL_CLASS` (10) for
+* ``labels``: int64 ``[N]``, digits 0-9 or :data:`~reference.data.NULL_CLASS` (10) for
   "no label". It is never ``None``: unconditional sampling passes the null class everywhere.
 
 It returns the predicted noise epsilon (the zoo's diffusion models are epsilon-prediction models,
@@ -46,7 +46,7 @@ from functools import lru_cache
 
 import torch
 
-from .data import NULL_CLASS
+from reference.data import NULL_CLASS
 
 EpsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 """``eps_fn(x_t, t, labels) -> eps``: the denoiser protocol of :func:`sample`."""

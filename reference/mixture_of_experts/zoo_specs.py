@@ -47,7 +47,7 @@ def build(config: dict[str, Any]) -> nn.Module:
 
 def train(ctx: TrainContext) -> TrainOutcome:
     """Epsilon prediction on the digits (+ ``ALPHA`` x load balancing for MoE layers)."""
-    from reference.harness.data import load_digits_tensors
+    from reference.data import load_digits_tensors
     from reference.zoo.specs import EMA_DECAY, _diffusion_batch_loss, _diffusion_extra
 
     x, y = load_digits_tensors("train")

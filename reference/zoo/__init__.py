@@ -1,6 +1,6 @@
 """The tiny model zoo: every reference implementation runs on these models.
 
-All models are trained on the 16x16 digits of :mod:`reference.harness.data` by
+All models are trained on the 16x16 digits of :mod:`reference.data` by
 ``scripts/train_zoo.py`` on a CPU in minutes; their weights (safetensors, float32) and a
 manifest (configuration, seed, steps, batch, learning rate, final loss, training time, command,
 sha256 of every file, library versions) are committed under ``reference/zoo/``. Loading never
@@ -25,7 +25,7 @@ sampling). Every loader returns a fresh module in ``eval()`` mode with ``require
 on, so techniques may modify or fine-tune it without affecting other callers.
 
 Technique modules add their students (distilled, pruned, MoE ...) through
-:data:`reference.zoo.specs.EXTENSION_MODULES`; see :mod:`reference.zoo.specs` for how.
+the registry (:func:`reference.registry.zoo_extension_modules`); see :mod:`reference.zoo.specs` for how.
 """
 
 from __future__ import annotations

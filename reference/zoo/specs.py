@@ -8,9 +8,9 @@ Adding a model (e.g. a distilled or pruned student)
    Refer to them as ``"reference.my_module:build_student"`` strings so that nothing is imported
    before it is needed.
 2. Put ``ZOO_SPECS = {"my_student": ZooSpec(..., requires=("teacher",))}`` in a module of your
-   technique (``requires`` lists the zoo models that training loads with ``ctx.load``), and add
-   that module's name to :data:`EXTENSION_MODULES` below. :func:`load_extensions` merges it into
-   :data:`SPECS` on first use (a listed module that does not exist yet is skipped).
+   technique (``requires`` lists the zoo models that training loads with ``ctx.load``), and name
+   that submodule as the technique's ``zoo_specs`` in :mod:`reference.registry`.
+   :func:`load_extensions` merges it into :data:`SPECS` on first use.
 3. ``python scripts/train_zoo.py --only my_student`` trains it, writes
    ``reference/zoo/weights/my_student.safetensors`` and its manifest entry; commit both.
 4. Load it anywhere with ``reference.zoo.load("my_student")``.
@@ -30,7 +30,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from reference.harness.data import NULL_CLASS, load_digits_tensors
+from reference.data import NULL_CLASS, load_digits_tensors
+from reference.registry import zoo_extension_modules
 
 from .training import TrainContext, TrainOutcome, fit
 
@@ -437,35 +438,21 @@ SPECS: dict[str, ZooSpec] = {
 BUILTIN_MODELS: tuple[str, ...] = tuple(SPECS)
 """The zoo's own models (the harness depends on them)."""
 
-EXTENSION_MODULES: tuple[str, ...] = (
-    "reference.pruning.zoo_specs",
-    "reference.mixture_of_experts.zoo_specs",
-    "reference.progressive_distillation.train",
-    "reference.consistency.train",
-)
-"""Technique modules that add students to the zoo through a module-level ``ZOO_SPECS`` dict."""
 
 _LOADED_EXTENSIONS: set[str] = set()
 
 
 def load_extensions() -> dict[str, ZooSpec]:
-    """Merge ``ZOO_SPECS`` of every existing :data:`EXTENSION_MODULES` module into :data:`SPECS`.
+    """Merge the ``ZOO_SPECS`` of every registered technique's ``zoo_specs`` module into
+    :data:`SPECS` (see :func:`reference.registry.zoo_extension_modules`).
 
-    Idempotent; returns :data:`SPECS`. A module that does not exist (technique not written yet)
-    is skipped; one that fails to import or lacks ``ZOO_SPECS`` raises ``ZooError``.
+    Idempotent; returns :data:`SPECS`. A registered module that fails to import or lacks
+    ``ZOO_SPECS`` raises ``ZooError`` (the registry is the contract: nothing is skipped).
     """
-    import importlib.util
-
     from .store import ZooError
 
-    for module in EXTENSION_MODULES:
+    for module in zoo_extension_modules():
         if module in _LOADED_EXTENSIONS:
-            continue
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except ImportError:
-            found = False
-        if not found:
             continue
         try:
             specs = importlib.import_module(module).ZOO_SPECS

@@ -1,4 +1,4 @@
-"""Benchmark and command line (``python -m reference.consistency``)."""
+"""Benchmark and command line (``python -m reference.consistency_latent_diffusion``)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from .core import consistency_sample, sampling_timesteps
 from .train import ZOO_NAME
 
 SLUG = "consistency-latent-diffusion"
-MODULE = "reference.consistency"
+MODULE = "reference.consistency_latent_diffusion"
 BASELINE_STEPS = 50
 HEADLINE_STEPS = 2
 QUALITY_AIM = 1.5
@@ -344,7 +344,7 @@ def _figures(
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m reference.consistency",
+        prog="python -m reference.consistency_latent_diffusion",
         description="Latent consistency model demo: few-step sampling against the latent teacher.",
     )
     p.add_argument("--steps", type=int, default=HEADLINE_STEPS, help="consistency steps (1-49)")

@@ -78,7 +78,7 @@ models that diffusers samples with ``DDIMScheduler`` (or, as here, a scheduler o
 Successors in the same family: guided distillation (Meng et al., arXiv:2210.03142, distilled
 Stable Diffusion), SDXL-Lightning's progressive *adversarial* distillation (Lin et al. 2024,
 arXiv:2402.13929, models in diffusers with ``EulerDiscreteScheduler(timestep_spacing=
-"trailing")``), and consistency distillation (:mod:`reference.consistency`).
+"trailing")``), and consistency distillation (:mod:`reference.consistency_latent_diffusion`).
 
 Modules: :mod:`.core` (grids, DDIM step, target, loss, :class:`GridDDIMScheduler`),
 :mod:`.train` (zoo specs ``pd_student_8/4/2``), :mod:`.bench` (benchmark and CLI).

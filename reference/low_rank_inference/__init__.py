@@ -38,7 +38,7 @@ LoRA is the other low rank
 --------------------------
 LoRA (Hu et al. 2021, arXiv:2106.09685) trains ``W + (alpha / r) B A`` with ``W`` frozen: the low
 rank makes *fine-tuning* cheap, and for inference the adapter is merged back into ``W``
-(:class:`~reference.low_rank.lora.LoRALinear`, ``merged()``), so it neither speeds up nor slows
+(:class:`~reference.low_rank_inference.lora.LoRALinear`, ``merged()``), so it neither speeds up nor slows
 down the deployed model. Truncated SVD is the opposite: it changes the deployed architecture to
 make inference cheaper.
 
@@ -58,7 +58,7 @@ Production: ``torch.linalg.svd`` / ``svd_lowrank``; the factorised layers are or
 ``nn.Linear`` / ``nn.Conv2d`` pairs that any runtime executes; LoRA via ``peft`` and diffusers'
 ``load_lora_weights`` / ``fuse_lora``.
 
-The module runs as ``python -m reference.low_rank`` (``--help`` for options).
+The module runs as ``python -m reference.low_rank_inference`` (``--help`` for options).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Benchmark and command line of :mod:`reference.tpu` (harness protocol).
+"""Benchmark and command line of :mod:`reference.tpu_deployment` (harness protocol).
 
 Everything measured here runs on JAX's **CPU** backend; no figure is a TPU figure.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from . import JAX_MISSING, configure_host_devices, require_jax
 
 SLUG = "tpu-deployment"
-MODULE = "reference.tpu"
+MODULE = "reference.tpu_deployment"
 SOURCES = [
     Path(__file__).with_name(n) for n in ("__init__.py", "unet.py", "sampler.py", "bench.py")
 ]
@@ -403,7 +403,7 @@ def _figures(m: Measurement, out: Path) -> list[str]:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m reference.tpu",
+        prog="python -m reference.tpu_deployment",
         description="Zoo U-Net DDIM sampling as one XLA program in JAX (CPU backend with 8 "
         "logical devices; the same code runs on a TPU).",
     )

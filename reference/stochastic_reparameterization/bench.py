@@ -718,7 +718,7 @@ def benchmark(quick: bool = False, progress: bool = False) -> BenchmarkResult:
     fdd = {k: statistics.mean(r.fdds) for k, r in runs.items()}
     return BenchmarkResult(
         slug=SLUG,
-        module="reference.reparameterization",
+        module="reference.stochastic_reparameterization",
         title="Parameterization and noise/timestep sampling: estimator variance and training",
         quick=quick,
         settings={

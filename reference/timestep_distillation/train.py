@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from reference.harness.data import NULL_CLASS, load_digits_tensors
+from reference.data import NULL_CLASS, load_digits_tensors
 from reference.zoo.specs import P_UNCOND, SCHEDULER_CONFIG, TEACHER_CONFIG, ZooSpec
 from reference.zoo.training import TrainContext, TrainOutcome, fit
 
@@ -153,7 +153,7 @@ def _spec(name: str, description: str) -> ZooSpec:
         architecture="diffusers.UNet2DModel",
         config=TEACHER_CONFIG,
         build="reference.zoo.specs:build_unet",
-        train="reference.progressive_distillation.train:train_pd_student",
+        train="reference.timestep_distillation.train:train_pd_student",
         steps=sum(k for _, k in PLAN[name][1]),
         batch=BATCH,
         lr=LR,

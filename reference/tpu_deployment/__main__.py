@@ -1,4 +1,4 @@
-"""``python -m reference.tpu``: see ``--help``.
+"""``python -m reference.tpu_deployment``: see ``--help``.
 
 ``OMP_WAIT_POLICY=PASSIVE`` is set before torch loads OpenMP: with the default active
 spin-wait, OpenMP threads on an oversubscribed machine (several jobs on 2 cores) burn their

@@ -13,7 +13,7 @@ SLUG = "stochastic-reparameterization"
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m reference.reparameterization",
+        prog="python -m reference.stochastic_reparameterization",
         description="Variance of the diffusion training objective under different noise/timestep "
         "sampling schemes (zoo teacher), its decomposition, and optional short training runs of "
         "a tiny U-Net per parameterization (eps, v, x0, EDM).",

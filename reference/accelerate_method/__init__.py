@@ -49,7 +49,7 @@ modules whose names end in ``attn``; none in ``DiTTransformer2DModel``, whose at
 ``attn1``, so the benchmark passes identifiers explicitly); related caches: ``FirstBlockCache``,
 ``PyramidAttentionBroadcast``, ``FasterCache`` in ``diffusers.hooks``.
 
-Run ``python -m reference.step_forecasting`` for a demonstration, ``--bench`` for the benchmark.
+Run ``python -m reference.accelerate_method`` for a demonstration, ``--bench`` for the benchmark.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ from typing import Any
 import torch
 
 SLUG = "accelerate-method"
-MODULE = "reference.step_forecasting"
+MODULE = "reference.accelerate_method"
 METHODS = ("newton", "taylorseer", "reuse")
 
 EpsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -591,7 +591,7 @@ def _plot(runs: list[Run], fdd: dict[str, float], cfg: BenchConfig, path: Path) 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m reference.step_forecasting",
+        prog="python -m reference.accelerate_method",
         description="Run the zoo U-Net only every k DDIM steps and forecast the skipped outputs; "
         "compare with reuse and with plain DDIM at the same NFE.",
     )

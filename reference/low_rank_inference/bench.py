@@ -1,4 +1,4 @@
-"""Benchmark and command line of :mod:`reference.low_rank` (harness protocol)."""
+"""Benchmark and command line of :mod:`reference.low_rank_inference` (harness protocol)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from .factorize import (
 from .lora import train_lora_demo
 
 SLUG = "low-rank-inference"
-MODULE = "reference.low_rank"
+MODULE = "reference.low_rank_inference"
 SOURCES = [
     Path(__file__).with_name(n)
     for n in ("__init__.py", "factorize.py", "lora.py", "bench.py", "__main__.py")
@@ -622,7 +622,7 @@ def benchmark(quick: bool = False, cfg: BenchConfig | None = None) -> Any:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m reference.low_rank",
+        prog="python -m reference.low_rank_inference",
         description="Factorise the zoo DiT's Linear layers by truncated SVD (plain or "
         "activation-aware), measure error, FLOPs, speed and sample quality; contrast with LoRA.",
     )

@@ -1,4 +1,4 @@
-"""Benchmark and command line (``python -m reference.progressive_distillation``)."""
+"""Benchmark and command line (``python -m reference.timestep_distillation``)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from .core import BASE_STEPS, GridDDIMScheduler
 from .train import PLAN, student_steps
 
 SLUG = "timestep-distillation"
-MODULE = "reference.progressive_distillation"
+MODULE = "reference.timestep_distillation"
 STUDENTS = {student_steps(name): name for name in PLAN}
 """Sampling steps -> zoo name of the committed students (8, 4, 2)."""
 HEADLINE_STEPS = 4
@@ -253,7 +253,7 @@ def _figures(
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m reference.progressive_distillation",
+        prog="python -m reference.timestep_distillation",
         description="Progressive distillation demo: a distilled student against its teacher.",
     )
     p.add_argument("--steps", type=int, default=HEADLINE_STEPS, help="student steps: 8, 4 or 2")

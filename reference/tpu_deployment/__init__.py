@@ -6,7 +6,7 @@ A TPU does not execute Python or PyTorch operators: it executes **XLA programs**
 of time for fixed input shapes. Deploying a diffusion model on TPUs therefore means three things:
 
 1. **Express the model in an XLA front end.** Here the diffusers ``UNet2DModel`` of the zoo
-   teacher is re-written in plain ``jax.numpy`` / ``jax.lax`` (:mod:`reference.tpu.unet`):
+   teacher is re-written in plain ``jax.numpy`` / ``jax.lax`` (:mod:`reference.tpu_deployment.unet`):
    convolution, GroupNorm, SiLU, residual blocks with time + class embedding, self-attention,
    strided-conv downsampling, nearest upsampling and the skip concatenations, with parameters
    converted from the committed safetensors (no retraining). Parity with torch is an exact test.
@@ -57,7 +57,7 @@ diffusers ships Flax pipelines (``FlaxStableDiffusionPipeline`` with ``jax.pmap`
 ``jax.jit``), ``jax.experimental.compilation_cache`` persists compiled programs across
 restarts, and PyTorch/XLA (``torch_xla``) lowers PyTorch models to the same XLA compiler.
 
-Use ``python -m reference.tpu`` (``--help``); JAX is the optional ``[tpu]`` extra.
+Use ``python -m reference.tpu_deployment`` (``--help``); JAX is the optional ``[tpu]`` extra.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ import sys
 from typing import Any
 
 JAX_MISSING = (
-    "reference.tpu needs JAX (the optional [tpu] extra): "
+    "reference.tpu_deployment needs JAX (the optional [tpu] extra): "
     "pip install 'diffusion-efficiency-glossary[tpu]'"
 )
 HOST_DEVICES = 8
@@ -117,7 +117,7 @@ def require_jax() -> Any:
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'reference.tpu' has no attribute {name!r}")
+        raise AttributeError(f"module 'reference.tpu_deployment' has no attribute {name!r}")
     if module != "bench":
         configure_host_devices()
         require_jax()

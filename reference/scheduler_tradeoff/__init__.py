@@ -71,7 +71,7 @@ Production: ``diffusers`` ``DDPMScheduler``, ``DDIMScheduler``, ``DPMSolverMulti
 ``EulerDiscreteScheduler``; swap them on any pipeline with
 ``pipe.scheduler = X.from_config(pipe.scheduler.config, timestep_spacing="trailing")``.
 
-Run ``python -m reference.schedulers`` for a demonstration, ``--bench`` for the benchmark.
+Run ``python -m reference.scheduler_tradeoff`` for a demonstration, ``--bench`` for the benchmark.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ from typing import Any
 import torch
 
 SLUG = "scheduler-tradeoff"
-MODULE = "reference.schedulers"
+MODULE = "reference.scheduler_tradeoff"
 TIMESTEP_SPACING = "trailing"
 NFE_GRID: tuple[int, ...] = (1, 2, 4, 8, 10, 15, 20, 25, 50, 100)
 
@@ -702,7 +702,7 @@ def benchmark(quick: bool = False, cfg: BenchConfig | None = None, progress: boo
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m reference.schedulers",
+        prog="python -m reference.scheduler_tradeoff",
         description="Sample the zoo teacher with DDPM, DDIM, DPM-Solver++(2M), UniPC and Euler "
         "at several NFE; print FDD and time, plot the trade-off.",
     )

@@ -1,6 +1,6 @@
 """Truncated-SVD factorisation of Linear and convolution layers, rank selection, model surgery.
 
-See :mod:`reference.low_rank` for the idea, the math and the pitfalls.
+See :mod:`reference.low_rank_inference` for the idea, the math and the pitfalls.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import dataclasses
 import torch
 from torch import nn
 
-from reference.harness.data import NULL_CLASS, load_digits_tensors
+from reference.data import NULL_CLASS, load_digits_tensors
 from reference.zoo.specs import LATENT_TEACHER_CONFIG, P_UNCOND, SCHEDULER_CONFIG, ZooSpec
 from reference.zoo.training import TrainContext, TrainOutcome, fit
 
@@ -131,7 +131,7 @@ ZOO_SPECS: dict[str, ZooSpec] = {
         architecture="diffusers.UNet2DModel",
         config=LATENT_TEACHER_CONFIG,
         build="reference.zoo.specs:build_unet",
-        train="reference.consistency.train:train_consistency",
+        train="reference.consistency_latent_diffusion.train:train_consistency",
         steps=STEPS,
         batch=BATCH,
         lr=LR,

@@ -135,7 +135,7 @@ def benchmark(quick: bool = False):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point (see ``python -m reference.reparameterization --help``)."""
+    """Command-line entry point (see ``python -m reference.stochastic_reparameterization --help``)."""
     from .cli import main as run
 
     return run(argv)

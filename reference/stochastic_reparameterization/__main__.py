@@ -1,0 +1,5 @@
+"""``python -m reference.stochastic_reparameterization`` (see ``--help``)."""
+
+from .cli import main
+
+raise SystemExit(main())
