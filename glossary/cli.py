@@ -211,6 +211,8 @@ def out(text: str = "") -> None:
 
 
 def lang_label(code: str) -> str:
+    if _language_names is not None and code in _language_names.get(_ui_lang, {}):
+        return _language_names[_ui_lang][code]
     return i18n.language_name(code, _ui_lang)
 
 
@@ -253,36 +255,65 @@ def find(g: Glossary, query: str, lang: str | None) -> Entry:
 
 
 def cmd_lookup(args: argparse.Namespace) -> int:
-    from .lookup import MATCH_THRESHOLD, MAX_QUERY_CHARS, Index
+    from .lookup import MAX_QUERY_CHARS, decide, open_index
     from .normalize import normalize
 
     query = clean_text(args.query)[:MAX_QUERY_CHARS]
     if not normalize(query):
         raise CliError(_("empty query: give a term with letters or digits"), 2)
-    g = load(args)
-    found = Index(g).search(query, args.lang, args.limit + 1, prefer=(_ui_lang, "en"))
-    matched = bool(found) and found[0].score >= MATCH_THRESHOLD
+    index = open_index(args.entries)
+    _use_language_names(index.meta("language_names"))
+    found = index.search(query, args.lang, args.limit + 1, prefer=(_ui_lang, "en"))
+    decision = decide(found, args.lang)
+    best = decision.best
+    if best is not None:
+        ref = best.entry.reference
+        if ref and ref.implemented:
+            from .loader import module_exists
+
+            if not module_exists(ref.module):
+                load(args)  # a module vanished since the index was compiled: report it
     if args.json:
-        out(json.dumps(lookup_json(query, found, matched, args), ensure_ascii=False, indent=2))
-        return 0 if matched else 1
-    if not matched:
+        out(json.dumps(lookup_json(query, found, decision, args), ensure_ascii=False, indent=2))
+        return 0 if best is not None else 1
+    if decision.kind == "ambiguous":
+        out(
+            _("%(query)s is ambiguous; it matches these entries equally well:")
+            % {"query": echo(query)}
+        )
+        for c in decision.candidates:
+            out(f"  {c.score:5.1f}  {c.slug}  ({c.name.text}, {c.name.lang or 'slug'})")
+        out(_("Give more of the term, or pick one: glossary show SLUG"))
+        return 1
+    if best is None:
         out(_("No entry matches %(query)s.") % {"query": echo(query)})
         if found:
             out(_("Nearest entries:"))
             for c in found[:3]:
-                out(f"  {c.score:5.1f}  {c.entry.slug}  ({c.name.text})")
+                out(f"  {c.score:5.1f}  {c.slug}  ({c.name.text})")
         else:
             out(_("Nothing similar either; try `glossary list`."))
         return 1
-    best = found[0]
     lang = args.to or args.lang or best.name.lang or _ui_lang
     print_match(best.entry, lang, best.name.text, best.score)
     others = [c for c in found[1:] if c.score >= SUGGEST_THRESHOLD]
     if others:
         out(_("Other candidates:"))
         for c in others:
-            out(f"  {c.score:5.1f}  {c.entry.slug}  ({c.name.text}, {c.name.lang or 'slug'})")
+            out(f"  {c.score:5.1f}  {c.slug}  ({c.name.text}, {c.name.lang or 'slug'})")
     return 0
+
+
+_language_names: dict[str, dict[str, str]] | None = None
+
+
+def _use_language_names(value: str | None) -> None:
+    """Language names compiled into the lookup index (saves loading Babel's locale data)."""
+    global _language_names
+    with contextlib.suppress(TypeError, ValueError):
+        names = json.loads(value) if value else None
+        if isinstance(names, dict) and all(isinstance(names.get(lg), dict) for lg in LANGS):
+            _language_names = names
 
 
 def print_match(entry: Entry, lang: str, matched: str, score: float) -> None:
@@ -303,20 +334,25 @@ def print_match(entry: Entry, lang: str, matched: str, score: float) -> None:
         out(line)
 
 
-def lookup_json(query: str, found: list[Any], matched: bool, args: argparse.Namespace) -> dict:
+def lookup_json(query: str, found: list[Any], decision: Any, args: argparse.Namespace) -> dict:
     candidates = [
         {
-            "slug": c.entry.slug,
+            "slug": c.slug,
             "score": round(c.score, 1),
             "matched": c.name.text,
             "matched_lang": c.name.lang or None,
-            "terms": {code: c.entry.term(code) for code in LANGS},
+            "terms": {code: c.term(code) for code in LANGS},
         }
         for c in found
     ]
-    result: dict[str, Any] = {"query": query, "match": None, "candidates": candidates}
-    if matched:
-        best = found[0]
+    result: dict[str, Any] = {
+        "query": query,
+        "match": None,
+        "ambiguous": decision.kind == "ambiguous",
+        "candidates": candidates,
+    }
+    if decision.best is not None:
+        best = decision.best
         e = best.entry
         lang = args.to or args.lang or best.name.lang or _ui_lang
         ref = e.reference

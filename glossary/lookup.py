@@ -1,28 +1,49 @@
 """Find an entry from any of its names in any language, tolerating case, accents and typos.
 
-Every term and alias of every language is indexed after :func:`glossary.normalize.normalize`.
-A query is normalized the same way (and cut to :data:`MAX_QUERY_CHARS`), then:
+Every term and alias of every language (and every slug) is indexed after
+:func:`glossary.normalize.normalize`. A query is normalized the same way (and cut to
+:data:`MAX_QUERY_CHARS`); then each name gets the best of three scores (0-100):
 
-1. names equal to the normalized query score 100 (exact match, always ranked first);
-2. other names are scored with rapidfuzz's ``WRatio``, a weighted maximum of the plain
-   Levenshtein ratio (typos), token-sort/token-set ratios (word order) and partial ratios (a
-   query that is part of a longer name), the latter scaled down by 0.9-0.95. When the query or
-   the name is shorter than :data:`SHORT` characters, the pair is scored with the plain ratio
-   or 0.75 of the partial ratio instead;
-3. each entry keeps its best-scoring name; entries are ranked by score, then by the plain
-   ratio of the whole strings (of two names that score alike through a partial match, the one
-   closer to the query as a whole wins: "Époda" is a typo of "Época", not of "Poda de Red"),
-   then by the language of the name (the requested one, then the preferred ones such as the UI
-   language and English), then by whether it is a preferred term rather than an alias.
+1. the plain similarity ``fuzz.ratio`` of the whole strings (100 only when they are equal, the
+   exact match, always ranked first; one typo in a word of five letters still scores about 80).
+   It is ``2 * common / (len(query) + len(name))``, so it already demands that *both* the query
+   and the name be mostly covered by what they share;
+2. the same after sorting the words (``fuzz.token_sort_ratio``: "checkpointing gradient");
+3. for a query shorter than the name, the partial similarity (the query found, perhaps with a
+   typo, inside the name: "consistency" in "latent consistency model"), scaled by how much of
+   the name the query covers: ``partial * (PARTIAL_BASE + (1 - PARTIAL_BASE) * len(query) /
+   len(name))``. A query under :data:`SHORT` characters gets this only as a whole word of the
+   name, without typos ("poda" in "poda de red", never "epca" in "deepcache").
 
-Only ``rapidfuzz.process`` and ``rapidfuzz.fuzz`` are imported: they are compiled extensions
-that do not import numpy, which keeps a cold ``glossary lookup`` fast.
+What is *not* scored is a name found inside a longer query: a query matches only when enough of
+it is covered by one name (the plain ratio of a name wholly inside the query is
+``2c / (1 + c)`` for the covered fraction ``c``: at least 72 means ``c >= 0.56``). That is what
+keeps "chocolate cake", a cooking recipe or a word salad from matching an entry whose short
+alias happens to occur in them.
+
+Each entry keeps its best-scoring name; entries are ranked by score, then by the plain ratio,
+then by the language of the name (the requested one, then the preferred ones such as the UI
+language and English), then by whether it is a preferred term. :func:`decide` turns the ranking
+into an answer: a **match** when the best scores at least :data:`MATCH_THRESHOLD` and clearly
+beats the next entry; **ambiguous** when another entry scores within :data:`TIE_MARGIN` of it
+(the candidates are listed); otherwise **no match**, with the nearest entries as suggestions.
+The thresholds are calibrated on ``tests/data/lookup_queries.yaml`` (see
+``tests/test_lookup_quality.py``).
+
+:class:`Index` works on a loaded :class:`~glossary.model.Glossary`; :func:`open_index` on the
+compiled SQLite index of a folder (:mod:`glossary.index`), reading only the names and the one
+entry that answers the query. Only ``rapidfuzz.process`` and ``rapidfuzz.fuzz`` are imported:
+compiled extensions that do not import numpy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import bisect
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from rapidfuzz import fuzz, process
 
@@ -32,19 +53,23 @@ from .schema import LANGS
 
 MAX_QUERY_CHARS = 200
 MATCH_THRESHOLD = 72.0
-"""Candidates scoring below this are suggestions, not matches."""
+"""A best candidate scoring below this is a suggestion, not a match."""
+TIE_MARGIN = 1.0
+"""Two entries whose best names score within this of each other are a tie (ambiguous)."""
 FUZZY_CUTOFF = 40
 """Scores below this are not even suggestions."""
 SHORT = 5
-SHORT_PARTIAL_WEIGHT = 0.75
-"""A string under SHORT characters found inside a longer one is weak evidence: ``epca`` (a typo
-of ``época``) occurs verbatim in ``deepcache``, and the alias ``dp`` in ``dedpcache``. For such
-pairs a partial match counts 0.75 of its score instead of WRatio's 0.9."""
+"""Queries shorter than this match inside a longer name only as a whole word."""
+PARTIAL_BASE = 0.6
+"""Weight of a partial match when the query covers almost none of the name; it grows linearly
+to 1.0 as the query covers all of it."""
+MAX_HITS = 300
+"""Names kept after scoring (best first) before they are grouped by entry."""
 
 
 @dataclass(frozen=True)
 class Name:
-    """One indexed name: a term or alias of an entry in one language."""
+    """One indexed name: a term or alias of an entry in one language (``lang`` "" = slug)."""
 
     key: str
     text: str
@@ -57,35 +82,116 @@ class Name:
 class Candidate:
     """An entry found for a query, with the name that matched best."""
 
-    entry: Entry
+    slug: str
     score: float
     name: Name
+    source: Any = field(repr=False, compare=False)
+
+    @property
+    def entry(self) -> Entry:
+        """The whole entry (loaded on first use from the compiled index)."""
+        return self.source.entry(self.slug)
+
+    def term(self, lang: str) -> str:
+        return self.source.term(self.slug, lang)
 
     @property
     def exact(self) -> bool:
         return self.score >= 100.0
 
 
-class Index:
-    """All names of a glossary, normalized, ready for :meth:`search`."""
+@dataclass(frozen=True)
+class Decision:
+    """What a ranking means: ``kind`` is ``match``, ``ambiguous`` or ``none``."""
 
-    def __init__(self, glossary: Glossary) -> None:
-        self.glossary = glossary
-        self.names: list[Name] = []
-        for entry in glossary:
-            for lang in LANGS:
-                text = entry.lang[lang]
-                for i, name in enumerate(text.names):
-                    key = normalize(name)
-                    if key:
-                        self.names.append(Name(key, name, entry.slug, lang, i == 0))
-        for entry in glossary:
-            self.names.append(Name(normalize(entry.slug), entry.slug, entry.slug, "", False))
-        self._keys = [n.key for n in self.names]
-        self._short_index = [i for i, k in enumerate(self._keys) if len(k) < SHORT]
-        self._long_index = [i for i, k in enumerate(self._keys) if len(k) >= SHORT]
-        self._short_keys = [self._keys[i] for i in self._short_index]
-        self._long_keys = [self._keys[i] for i in self._long_index]
+    kind: str
+    candidates: list[Candidate]
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.candidates[0] if self.kind == "match" else None
+
+
+def decide(found: Sequence[Candidate], lang: str | None = None) -> Decision:
+    """A match, a tie between entries, or no match (see the module docstring)."""
+    if not found or found[0].score < MATCH_THRESHOLD:
+        return Decision("none", list(found))
+    best = found[0]
+    ties = [c for c in found[1:] if best.score - c.score < TIE_MARGIN]
+    if ties and lang:
+        # an exact name in the requested language beats the same name in another one
+        in_lang = best.name.lang == lang
+        ties = [c for c in ties if not (in_lang and c.name.lang != lang)]
+    if ties:
+        return Decision("ambiguous", [best, *ties])
+    return Decision("match", list(found))
+
+
+class _Scorer:
+    """Scores normalized names, kept sorted by length, for a normalized query."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
+        self._short_end = bisect.bisect_left(keys, SHORT, key=len)
+
+    def scores(self, key: str) -> dict[int, float]:
+        n = len(key)
+        keys = self.keys
+        out: dict[int, float] = {}
+
+        def take(choices: list[str], offset: int, scorer: Callable[..., float]) -> None:
+            for _, score, i in process.extract(
+                key, choices, scorer=scorer, processor=None, limit=None, score_cutoff=FUZZY_CUTOFF
+            ):
+                j = i + offset
+                if score > out.get(j, 0.0):
+                    out[j] = float(score)
+
+        take(keys, 0, fuzz.ratio)
+        if n < SHORT:
+            # a short query counts inside a longer name only as one of its whole words
+            start = bisect.bisect_right(keys, n, key=len)
+            needle = f" {key} "
+            for j in range(start, len(keys)):
+                if needle in f" {keys[j]} ":
+                    weighted = 100.0 * (PARTIAL_BASE + (1.0 - PARTIAL_BASE) * n / len(keys[j]))
+                    if weighted > out.get(j, 0.0):
+                        out[j] = weighted
+        else:
+            long = keys[self._short_end :]
+            take(long, self._short_end, fuzz.token_sort_ratio)
+            start = bisect.bisect_right(keys, n, key=len)
+            for _, score, i in process.extract(
+                key,
+                keys[start:],
+                scorer=fuzz.partial_ratio,
+                processor=None,
+                limit=None,
+                score_cutoff=FUZZY_CUTOFF,
+            ):
+                j = i + start
+                cover = n / len(keys[j])
+                weighted = score * (PARTIAL_BASE + (1.0 - PARTIAL_BASE) * cover)
+                if weighted > out.get(j, 0.0):
+                    out[j] = weighted
+        return {
+            i: (100.0 if s >= 100.0 and keys[i] == key else min(s, 99.0)) for i, s in out.items()
+        }
+
+
+class _Base:
+    """Ranking shared by the in-memory and the SQLite-backed index."""
+
+    scorer: _Scorer
+
+    def names_at(self, ids: list[int]) -> dict[int, Name]:
+        raise NotImplementedError
+
+    def entry(self, slug: str) -> Entry:
+        raise NotImplementedError
+
+    def term(self, slug: str, lang: str) -> str:
+        raise NotImplementedError
 
     def search(
         self,
@@ -103,55 +209,108 @@ class Index:
         key = normalize(query[:MAX_QUERY_CHARS])
         if not key:
             return []
-        scored: dict[int, float] = {i: 100.0 for i, k in enumerate(self._keys) if k == key}
-        for i, score in self._fuzzy(key).items():
-            if i not in scored:
-                scored[i] = min(score, 99.0)
+        scored = sorted(self.scorer.scores(key).items(), key=lambda kv: -kv[1])[:MAX_HITS]
+        names = self.names_at([i for i, _ in scored])
         best: dict[str, tuple[tuple[float, float, int, int], Name]] = {}
-        for i, score in scored.items():
-            name = self.names[i]
+        for i, score in scored:
+            name = names[i]
             pref = len(order) - order.index(name.lang) if name.lang in order else 0
             rank = (score, fuzz.ratio(key, name.key), pref, int(name.is_term))
             if name.slug not in best or rank > best[name.slug][0]:
                 best[name.slug] = (rank, name)
         ordered = sorted(best.values(), key=lambda item: (item[0], item[1].slug), reverse=True)
-        return [
-            Candidate(self.glossary[name.slug], rank[0], name) for rank, name in ordered[:limit]
-        ]
+        return [Candidate(name.slug, rank[0], name, self) for rank, name in ordered[:limit]]
 
-    def _fuzzy(self, key: str) -> dict[int, float]:
-        """Fuzzy scores (0-100) of the indexed names for a normalized query, above the cutoff.
 
-        A pair with a string shorter than :data:`SHORT` characters (query or name) is scored
-        with the plain ratio or a down-weighted partial ratio; other pairs with WRatio.
-        """
-        scores: dict[int, float] = {}
-        weak = self._keys if len(key) < SHORT else self._short_keys
-        for scorer, weight in ((fuzz.ratio, 1.0), (fuzz.partial_ratio, SHORT_PARTIAL_WEIGHT)):
-            for _, score, i in process.extract(
-                key, weak, scorer=scorer, processor=None, limit=None, score_cutoff=FUZZY_CUTOFF
+class Index(_Base):
+    """All names of a loaded glossary, normalized, ready for :meth:`search`."""
+
+    def __init__(self, glossary: Glossary) -> None:
+        self.glossary = glossary
+        names: list[Name] = []
+        for entry in glossary:
+            for lang in LANGS:
+                for i, text in enumerate(entry.lang[lang].names):
+                    key = normalize(text)
+                    if key:
+                        names.append(Name(key, text, entry.slug, lang, i == 0))
+            names.append(Name(normalize(entry.slug), entry.slug, entry.slug, "", False))
+        names.sort(key=lambda n: len(n.key))
+        self.names = names
+        self.scorer = _Scorer([n.key for n in names])
+
+    def names_at(self, ids: list[int]) -> dict[int, Name]:
+        return {i: self.names[i] for i in ids}
+
+    def entry(self, slug: str) -> Entry:
+        return self.glossary[slug]
+
+    def term(self, slug: str, lang: str) -> str:
+        return self.glossary[slug].term(lang)
+
+
+class CompiledIndex(_Base):
+    """The SQLite index of a folder (:mod:`glossary.index`); entries are loaded one by one."""
+
+    def __init__(self, conn: Any, directory: Path) -> None:
+        self.conn = conn
+        self.directory = directory
+        rows = conn.execute("SELECT key FROM names ORDER BY id").fetchall()
+        self.scorer = _Scorer([r[0] for r in rows])
+        self._entries: dict[str, Entry] = {}
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def names_at(self, ids: list[int]) -> dict[int, Name]:
+        out: dict[int, Name] = {}
+        for start in range(0, len(ids), 500):
+            chunk = [i + 1 for i in ids[start : start + 500]]  # SQLite ids count from 1
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(
+                f"SELECT id, key, text, slug, lang, is_term FROM names WHERE id IN ({marks})",
+                chunk,
             ):
-                j = i if weak is self._keys else self._short_index[i]
-                scores[j] = max(scores.get(j, 0.0), weight * float(score))
-        if len(key) >= SHORT:
-            for _, score, i in process.extract(
-                key,
-                self._long_keys,
-                scorer=fuzz.WRatio,
-                processor=None,
-                limit=None,
-                score_cutoff=FUZZY_CUTOFF,
-            ):
-                scores[self._long_index[i]] = float(score)
-        return scores
+                out[row[0] - 1] = Name(row[1], row[2], row[3], row[4], bool(row[5]))
+        return out
+
+    def entry(self, slug: str) -> Entry:
+        if slug not in self._entries:
+            from .loader import _build, _Parsed
+
+            row = self.conn.execute("SELECT data FROM entries WHERE slug = ?", (slug,)).fetchone()
+            if row is None:
+                raise KeyError(slug)
+            data = json.loads(row[0])
+            parsed = _Parsed(self.directory / f"{slug}.yaml", "", data, {}, True)
+            self._entries[slug] = _build(parsed)
+        return self._entries[slug]
+
+    def term(self, slug: str, lang: str) -> str:
+        row = self.conn.execute(
+            "SELECT text FROM names WHERE slug = ? AND lang = ? AND is_term = 1", (slug, lang)
+        ).fetchone()
+        return row[0] if row else self.entry(slug).term(lang)
+
+
+def open_index(directory: Path | None = None) -> CompiledIndex:
+    """The compiled index of ``directory`` (default: the package's entries), valid for it now.
+
+    Raises :class:`glossary.loader.GlossaryError` when the index had to be compiled and the
+    entries are invalid.
+    """
+    from . import index
+    from .loader import ENTRIES_DIR
+
+    directory = Path(directory) if directory is not None else ENTRIES_DIR
+    return CompiledIndex(index.open_index(directory), directory)
 
 
 def resolve(glossary: Glossary, query: str, lang: str | None = None) -> Entry | None:
-    """The entry ``query`` names: its slug, or its best match above :data:`MATCH_THRESHOLD`."""
+    """The entry ``query`` names: its slug, or its best match if :func:`decide` finds one."""
     entry = glossary.get(query.strip())
     if entry is not None:
         return entry
-    found = Index(glossary).search(query, lang, limit=1)
-    if found and found[0].score >= MATCH_THRESHOLD:
-        return found[0].entry
-    return None
+    decision = decide(Index(glossary).search(query, lang, limit=5), lang)
+    return decision.best.entry if decision.best else None

@@ -1,0 +1,265 @@
+"""A compiled lookup index: every normalized term and alias, and each entry's data, in SQLite.
+
+``glossary lookup`` must not parse every YAML file (a pure-Python, line-tracking loader) to
+answer one query, and its cost must not grow with the number of entries. So the names of all
+entries are compiled into one SQLite file (the standard library's ``sqlite3``)::
+
+    meta(key, value)               format, fingerprint of the code, language names
+    files(name, size, mtime_ns, digest)
+                                   every entry file the index was compiled from
+    names(key, text, slug, lang, is_term)
+                                   one row per normalized term/alias/slug, ordered by length
+    entries(slug, data)            each entry as JSON (what the loader builds entries from)
+
+A lookup reads the ``names`` table (short strings, a few per entry), scores them with rapidfuzz,
+and then loads only the matched entry's row. The index is compiled from a *validated* glossary
+(:func:`glossary.loader.load_glossary`), so invalid entries are never indexed.
+
+**Never stale.** An index is used only if it was compiled from exactly the entry files present
+now: same names, and for each file the same BLAKE2b digest of its bytes (the digest is skipped
+only when the size and ``st_mtime_ns`` both equal the recorded ones), compiled by the same
+code (a digest of the package's ``*.py`` files and :data:`FORMAT`). Any edit, added, removed or
+renamed file makes the index invalid, and the next lookup recompiles it.
+
+**Where it lives.** The *shipped* index is ``<entries>/_index.sqlite3``: the wheel build
+(``setup.py``'s ``build_py``) and ``python -m glossary.index [DIR]`` compile it there, next to
+the entries it describes; it is not committed (``.gitignore``). When it is missing or stale, a
+private copy is compiled into the cache folder (:mod:`glossary.cache`, unless
+``GLOSSARY_CACHE=0``, in which case the index is compiled in memory for this process only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import cache
+
+FORMAT = 1
+SHIPPED_NAME = "_index.sqlite3"
+CODE_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class FileStamp:
+    name: str
+    size: int
+    mtime_ns: int
+    digest: str
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def entry_paths(directory: Path) -> list[Path]:
+    """The files :func:`glossary.loader.entry_files` would read (``*.yaml`` and ``*.yml``)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return [directory / n for n in sorted(names) if n.endswith((".yaml", ".yml"))]
+
+
+def stamp_files(paths: list[Path]) -> list[FileStamp]:
+    out = []
+    for p in paths:
+        data = p.read_bytes()
+        st = p.stat()
+        out.append(FileStamp(p.name, st.st_size, st.st_mtime_ns, _digest(data)))
+    return out
+
+
+def code_digest() -> str:
+    """A digest of the package's code: a change to the loader, schema or normalizer counts."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(str(FORMAT).encode())
+    for path in sorted(CODE_DIR.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _matches(conn: sqlite3.Connection, paths: list[Path], code: str) -> bool:
+    """Whether the index in ``conn`` was compiled from exactly ``paths`` by this ``code``."""
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        if meta.get("format") != str(FORMAT) or meta.get("code") != code:
+            return False
+        rows = conn.execute("SELECT name, size, mtime_ns, digest FROM files ORDER BY name")
+        stored = {r[0]: r for r in rows}
+    except sqlite3.Error:
+        return False
+    if sorted(stored) != [p.name for p in paths]:
+        return False
+    for p in paths:
+        _, size, mtime_ns, digest = stored[p.name]
+        try:
+            st = p.stat()
+            if st.st_size != size:
+                return False
+            if st.st_mtime_ns != mtime_ns and _digest(p.read_bytes()) != digest:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _names_rows(glossary: Any) -> list[tuple[str, str, str, str, int]]:
+    from .normalize import normalize
+    from .schema import LANGS
+
+    rows = []
+    for entry in glossary:
+        for lang in LANGS:
+            for i, name in enumerate(entry.lang[lang].names):
+                key = normalize(name)
+                if key:
+                    rows.append((key, name, entry.slug, lang, int(i == 0)))
+        rows.append((normalize(entry.slug), entry.slug, entry.slug, "", 0))
+    rows.sort(key=lambda r: (len(r[0]), r[0], r[2], r[3]))
+    return rows
+
+
+def _language_names() -> dict[str, dict[str, str]] | None:
+    try:
+        from .i18n import _project_names
+
+        return _project_names()
+    except Exception:  # Babel missing or broken: the CLI falls back to computing them
+        return None
+
+
+def compile_into(conn: sqlite3.Connection, glossary: Any, stamps: list[FileStamp]) -> None:
+    """Write the index of ``glossary`` (compiled from the files ``stamps``) into ``conn``."""
+    from .loader import _raw
+
+    conn.executescript(
+        """
+        DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS files;
+        DROP TABLE IF EXISTS names; DROP TABLE IF EXISTS entries;
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE files (name TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, digest TEXT);
+        CREATE TABLE names (id INTEGER PRIMARY KEY, key TEXT NOT NULL, text TEXT NOT NULL,
+                            slug TEXT NOT NULL, lang TEXT NOT NULL, is_term INTEGER NOT NULL);
+        CREATE TABLE entries (slug TEXT PRIMARY KEY, data TEXT NOT NULL);
+        """
+    )
+    meta = {"format": str(FORMAT), "code": code_digest()}
+    names = _language_names()
+    if names:
+        meta["language_names"] = json.dumps(names, ensure_ascii=False)
+    conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+    conn.executemany(
+        "INSERT INTO files VALUES (?, ?, ?, ?)",
+        [(s.name, s.size, s.mtime_ns, s.digest) for s in stamps],
+    )
+    conn.executemany(
+        "INSERT INTO names (key, text, slug, lang, is_term) VALUES (?, ?, ?, ?, ?)",
+        _names_rows(glossary),
+    )
+    conn.executemany(
+        "INSERT INTO entries VALUES (?, ?)",
+        [(e.slug, json.dumps(_raw(e), ensure_ascii=False)) for e in glossary],
+    )
+    conn.commit()
+
+
+def _compile(directory: Path, target: Path | None) -> sqlite3.Connection:
+    """Load (and validate) ``directory`` and compile its index into ``target`` or memory.
+
+    Raises :class:`glossary.loader.GlossaryError` when the entries are invalid. The file is
+    written under a temporary name and renamed, so a concurrent reader never sees half of it.
+    """
+    from .loader import load_glossary
+
+    paths = entry_paths(directory)
+    stamps = stamp_files(paths)
+    glossary = load_glossary(directory)
+    if target is None:
+        conn = sqlite3.connect(":memory:")
+        compile_into(conn, glossary, stamps)
+        return conn
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            compile_into(conn, glossary, stamps)
+        finally:
+            conn.close()
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return sqlite3.connect(f"file:{target}?mode=ro", uri=True)
+
+
+def compile_shipped(directory: Path) -> Path:
+    """Compile ``<directory>/_index.sqlite3`` (the wheel build and the scale benchmark use it)."""
+    target = Path(directory) / SHIPPED_NAME
+    _compile(Path(directory), target).close()
+    return target
+
+
+def _cache_path(directory: Path) -> Path:
+    tag = zlib.crc32(str(directory.resolve()).encode())
+    return cache.cache_dir() / f"index-{tag:08x}.sqlite3"
+
+
+def _open_ro(path: Path) -> sqlite3.Connection | None:
+    if not path.is_file():
+        return None
+    try:
+        return sqlite3.connect(f"file:{path}?mode=ro&immutable=0", uri=True)
+    except sqlite3.Error:
+        return None
+
+
+def open_index(directory: Path) -> sqlite3.Connection:
+    """A connection to a valid index of ``directory``: shipped, cached, or freshly compiled."""
+    directory = Path(directory)
+    paths = entry_paths(directory)
+    code = code_digest()
+    candidates = [directory / SHIPPED_NAME]
+    if cache.enabled():
+        candidates.append(_cache_path(directory))
+    for path in candidates:
+        conn = _open_ro(path)
+        if conn is None:
+            continue
+        if _matches(conn, paths, code):
+            return conn
+        conn.close()
+    if cache.enabled():
+        try:
+            return _compile(directory, _cache_path(directory))
+        except (OSError, sqlite3.Error):
+            pass  # read-only or full cache folder: compile in memory instead
+    return _compile(directory, None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m glossary.index [DIR]``: compile the shipped index of DIR (default: ours)."""
+    import sys
+
+    from .loader import ENTRIES_DIR, GlossaryError
+
+    args = sys.argv[1:] if argv is None else argv
+    directory = Path(args[0]) if args else ENTRIES_DIR
+    try:
+        target = compile_shipped(directory)
+    except GlossaryError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
