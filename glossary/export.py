@@ -70,7 +70,9 @@ def _source_dict(s: Source) -> dict[str, Any]:
     return {
         "title": s.title,
         "authors": list(s.authors),
+        "authors_truncated": s.authors_truncated,
         "year": s.year,
+        "arxiv_year": s.arxiv_year,
         "arxiv": s.arxiv,
         "doi": s.doi,
         "url": s.url,
@@ -159,10 +161,17 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) ->
 
 
 def _source_text(s: Source) -> str:
-    authors = ", ".join(s.authors)
+    authors = ", ".join(s.authors) + (", et al." if s.authors_truncated else "")
     venue = f", {s.venue}" if s.venue else ""
     link = f". {s.link}" if s.link else ""
-    return f"{authors} ({s.year}). {s.title}{venue}{link}"
+    return f"{authors} ({_years(s)}). {s.title}{venue}{link}"
+
+
+def _years(s: Source) -> str:
+    """``2021``, or ``2021; arXiv 2020`` when the preprint came out in another year."""
+    if s.arxiv_year is not None and s.arxiv_year != s.year:
+        return f"{s.year}; arXiv {s.arxiv_year}"
+    return str(s.year)
 
 
 def _header(root: ET.Element, header_tag: str) -> None:

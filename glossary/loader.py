@@ -134,6 +134,9 @@ class _FileChecker:
         elif f.type == "int":
             if not isinstance(value, int) or isinstance(value, bool):
                 self.add(path, f"expected an integer, got {_kind(value)}")
+        elif f.type == "bool":
+            if not isinstance(value, bool):
+                self.add(path, f"expected true or false, got {_kind(value)}")
         elif f.type in ("list[str]", "list[mapping]"):
             if not isinstance(value, list):
                 self.add(
@@ -289,8 +292,48 @@ def _check_source(c: _FileChecker, src: dict[str, Any], path: PathKey) -> None:
     authors = src.get("authors")
     if isinstance(authors, list) and not authors:
         c.add((*path, "authors"), "a source needs at least one author")
+    for i, author in enumerate(authors if isinstance(authors, list) else []):
+        if isinstance(author, str) and schema.ET_AL_RE.match(author):
+            c.add(
+                (*path, "authors", i),
+                f"'{author.strip()}' is not an author",
+                "list the real authors, or the first ones and set authors_truncated: true",
+            )
+    _check_years(c, src, path)
     if not any(k in src for k in schema.SOURCE_LINK_KEYS):
         c.add(path, "a source needs an arxiv id, a doi or a url", "so that readers can find it")
+
+
+def _check_years(c: _FileChecker, src: dict[str, Any], path: PathKey) -> None:
+    """One year policy: ``year`` is the venue year, ``arxiv_year`` keeps the preprint year."""
+    year, arxiv, arxiv_year = src.get("year"), src.get("arxiv"), src.get("arxiv_year")
+    if not isinstance(year, int) or isinstance(year, bool):
+        return
+    venue = src.get("venue")
+    found = schema.VENUE_YEAR_RE.search(venue) if _ok(venue) else None
+    if found and int(found.group()) != year:
+        c.add(
+            (*path, "year"),
+            f"year {year} differs from the venue '{venue}'",
+            f"year is the venue year: set year: {found.group()}"
+            + (
+                ""
+                if arxiv_year is not None or not arxiv
+                else " and keep the arXiv year in arxiv_year"
+            ),
+        )
+    id_year = schema.arxiv_id_year(arxiv) if _ok(arxiv) else None
+    if isinstance(arxiv_year, int) and not isinstance(arxiv_year, bool):
+        if not _ok(arxiv):
+            c.add((*path, "arxiv_year"), "arxiv_year without an arxiv id", "add the id or drop it")
+        elif id_year is not None and arxiv_year != id_year:
+            c.add(
+                (*path, "arxiv_year"),
+                f"arxiv_year {arxiv_year} does not match the id '{arxiv}'",
+                f"the id was posted in {id_year}",
+            )
+        elif arxiv_year > year:
+            c.add((*path, "arxiv_year"), f"arxiv_year {arxiv_year} is after year {year}")
 
 
 def _check_langs(c: _FileChecker, langs: Any) -> None:
@@ -573,6 +616,9 @@ def _build(p: _Parsed) -> Entry:
                 s.get("doi"),
                 s.get("url"),
                 s.get("venue"),
+                arxiv_year=s.get("arxiv_year")
+                or (schema.arxiv_id_year(s["arxiv"]) if s.get("arxiv") else None),
+                authors_truncated=bool(s.get("authors_truncated", False)),
             )
             for s in d["sources"]
         ),

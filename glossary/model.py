@@ -34,7 +34,10 @@ class LangText:
 
 @dataclass(frozen=True)
 class Source:
-    """A primary source: a paper, a book or a documentation page."""
+    """A primary source: a paper, a book or a documentation page.
+
+    ``year`` is the publication (venue) year; ``arxiv_year`` keeps the year of the preprint.
+    """
 
     title: str
     authors: tuple[str, ...]
@@ -43,6 +46,10 @@ class Source:
     doi: str | None = None
     url: str | None = None
     venue: str | None = None
+    arxiv_year: int | None = None
+    """The year the arXiv id was posted (given in the entry, else read from the id)."""
+    authors_truncated: bool = False
+    """Whether ``authors`` lists only the first authors; citations then end in "et al."."""
 
     @property
     def link(self) -> str | None:

@@ -12,6 +12,13 @@ is allowed, and the YAML must be plain: no anchors, aliases or tags.
 Pitfalls the rules exist for: an unquoted arXiv id such as ``2305.10924`` is read by YAML as a
 float (so ids must be strings); a DOI copied with its ``https://doi.org/`` prefix is a URL, not
 a DOI; ``note`` must exist in every language or in none, so that no reader misses a correction.
+
+One year policy for sources: ``year`` is the publication year, that of the venue where the work
+appeared (DDIM: ICLR 2021), and ``arxiv_year`` keeps the year of the preprint (2020). The loader
+checks that ``year`` equals the year a ``venue`` names and that ``arxiv_year`` matches the id;
+when ``arxiv_year`` is absent it is read from the id (:func:`arxiv_id_year`), so every export
+carries both. An author list that stops early sets ``authors_truncated: true``; "et al." is
+never written as an author.
 """
 
 from __future__ import annotations
@@ -60,8 +67,8 @@ MAX_YEAR = 2100
 class Field:
     """One key of a mapping in an entry.
 
-    ``type`` is one of ``str`` (non-empty text), ``int``, ``list[str]`` (each item non-empty
-    text), ``mapping`` (described by another field table) or ``list[mapping]``.
+    ``type`` is one of ``str`` (non-empty text), ``int``, ``bool``, ``list[str]`` (each item
+    non-empty text), ``mapping`` (described by another field table) or ``list[mapping]``.
     """
 
     name: str
@@ -130,8 +137,34 @@ LIBRARY_FIELDS: tuple[Field, ...] = (
 
 SOURCE_FIELDS: tuple[Field, ...] = (
     Field("title", "str", True, "Title of the paper, book or page."),
-    Field("authors", "list[str]", True, "Authors in publication order (at least one)."),
-    Field("year", "int", True, f"Publication year ({MIN_YEAR}-{MAX_YEAR})."),
+    Field(
+        "authors",
+        "list[str]",
+        True,
+        'Authors in publication order (at least one), real names only: never "et al.".',
+    ),
+    Field(
+        "authors_truncated",
+        "bool",
+        False,
+        "true when `authors` lists only the first authors of a longer list; exports then add "
+        '"et al." to the citation instead of an author of that name.',
+    ),
+    Field(
+        "year",
+        "int",
+        True,
+        "Publication year: the year of the venue (conference, journal, book) where it appeared; "
+        f"for a preprint or a page, the year it was posted ({MIN_YEAR}-{MAX_YEAR}). When `venue` "
+        "names a year, `year` equals it.",
+    ),
+    Field(
+        "arxiv_year",
+        "int",
+        False,
+        "Year the arXiv id was first posted (2010.02502 -> 2020); it must match the id. Optional: "
+        "when absent it is read from the id; write it where it differs from `year`.",
+    ),
     Field(
         "arxiv",
         "str",
@@ -179,6 +212,27 @@ FIELD_TABLES: dict[str, tuple[Field, ...]] = {
 def is_arxiv_id(value: str) -> bool:
     """Whether ``value`` is a new-style or old-style arXiv identifier."""
     return bool(ARXIV_NEW_RE.match(value) or ARXIV_OLD_RE.match(value))
+
+
+def arxiv_id_year(value: str) -> int | None:
+    """The year an arXiv id was posted, read from the id itself, or None if it is malformed.
+
+    New-style ids start with ``YYMM`` (``2010.02502`` -> 2020, new style began in 2007); old-style
+    ids carry ``YYMM`` after the archive (``cs/0112017`` -> 2001, ``hep-th/9901001`` -> 1999).
+    """
+    if ARXIV_NEW_RE.match(value):
+        return 2000 + int(value[:2])
+    if ARXIV_OLD_RE.match(value):
+        yy = int(value.split("/")[1][:2])
+        return 1900 + yy if yy >= 91 else 2000 + yy
+    return None
+
+
+VENUE_YEAR_RE = re.compile(r"(?<!\d)(19|20)\d\d(?!\d)")
+"""A four-digit year inside a venue such as ``ICLR 2021``; ``year`` must equal it."""
+
+ET_AL_RE = re.compile(r"^\s*(et\.?\s*al\.?|and others|y otros|и др\.?|и другие)\s*$", re.IGNORECASE)
+"""An \"author\" that only says the list goes on; use ``authors_truncated: true`` instead."""
 
 
 def schema_as_markdown(lang: str = "en") -> str:
@@ -229,9 +283,11 @@ def _field_json(f: Field) -> dict[str, Any]:
             base["enum"] = list(f.choices)
         if f.pattern:
             base["pattern"] = f.pattern
+    elif f.type == "bool":
+        base = {"type": "boolean"}
     elif f.type == "int":
         base = {"type": "integer"}
-        if f.name == "year":
+        if f.name in ("year", "arxiv_year"):
             base |= {"minimum": MIN_YEAR, "maximum": MAX_YEAR}
     elif f.type == "list[str]":
         item: dict[str, Any] = {"type": "string", "minLength": 1}

@@ -325,9 +325,12 @@ def cite(source: Source, lang: str, _: Translate) -> str:
     """A citation: authors (year). *Title*. Venue. arXiv/DOI links."""
     authors = list(source.authors)
     names = ", ".join(escape_text(a) for a in authors[:6])
-    if len(authors) > 6:
+    if len(authors) > 6 or source.authors_truncated:
         names += ", " + _("et al.")
-    parts = [f"{names} ({source.year}). *{escape_text(source.title)}*."]
+    years = str(source.year)
+    if source.arxiv_year is not None and source.arxiv_year != source.year:
+        years += f"; arXiv {source.arxiv_year}"
+    parts = [f"{names} ({years}). *{escape_text(source.title)}*."]
     if source.venue:
         parts.append(f"{escape_text(source.venue)}.")
     if source.arxiv:
