@@ -101,3 +101,21 @@ def load_digits_tensors(
 def to_unit_range(x: torch.Tensor) -> torch.Tensor:
     """Map images from [-1, 1] to [0, 1] (for plotting), clamping out-of-range values."""
     return ((x + 1.0) / 2.0).clamp(0.0, 1.0)
+
+
+def fingerprint() -> dict[str, str]:
+    """What the provenance of a result records about the data: the data set, the split rule and
+    the sha256 of the split's images and labels (train, then test), so that a different
+    scikit-learn copy of the digits or a changed split is visible in every result."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for split in ("train", "test"):
+        images, labels = _split_arrays()[split]
+        digest.update(np.ascontiguousarray(images).tobytes())
+        digest.update(np.ascontiguousarray(labels).tobytes())
+    return {
+        "dataset": "sklearn.datasets.load_digits",
+        "split": f"train_test_split(test_size={TEST_SIZE}, stratify=y, random_state={SPLIT_SEED})",
+        "sha256": digest.hexdigest(),
+    }

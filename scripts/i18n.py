@@ -6,6 +6,14 @@ Usage::
     python scripts/i18n.py update    # merge the .pot into each language's .po
     python scripts/i18n.py compile   # .po -> .mo
     python scripts/i18n.py check     # fail if anything above would change, or is incomplete
+    python scripts/i18n.py new-results SLUG   # empty result catalogs of a technique (es, ru, en)
+
+Result catalogs (symbolic message ids such as ``note.skipped-flops``, see
+:mod:`glossary.resulttext`): the shared domain ``results`` in ``glossary/locale`` and one domain per
+technique in ``reference/<package>/locale``. They are written by hand (English included: the ids
+are not English) and read from the ``.po`` files directly; ``check`` also fails when the three
+languages of a domain define different ids, leave one untranslated, or use different
+placeholders.
 
 Workflow after changing a message in the code: ``extract``, ``update``, translate the new
 ``msgstr`` entries in ``glossary/locale/{es,ru,en}/LC_MESSAGES/glossary.po`` (fill every plural
@@ -154,7 +162,73 @@ def problems() -> list[str]:
     wanted = {m.id if isinstance(m.id, str) else m.id[0] for m in template if m.id}
     for lang in LANGS:
         found += catalog_problems(lang, wanted)
+    return found + result_catalog_problems()
+
+
+def result_domains() -> list[str]:
+    """The shared ``results`` domain and one per registered technique."""
+    sys.path.insert(0, str(ROOT))
+    from reference.registry import slugs
+
+    return ["results", *slugs()]
+
+
+def _placeholders(text: object) -> set[str]:
+    from glossary.resulttext import PLACEHOLDER
+
+    texts = text if isinstance(text, list | tuple) else [text]
+    return {m["name"] for s in texts for m in PLACEHOLDER.finditer(str(s))}
+
+
+def result_catalog_problems() -> list[str]:
+    """Every reason a result catalog is incomplete or inconsistent across languages."""
+    from glossary.resulttext import catalog_path
+
+    found: list[str] = []
+    for domain in result_domains():
+        catalogs: dict[str, dict[str, object]] = {}
+        for lang in LANGS:
+            path = catalog_path(domain, lang)
+            if not path.is_file():
+                found.append(f"{path.relative_to(ROOT)} is missing")
+                continue
+            with path.open("rb") as fh:
+                catalog = read_po(fh, locale=lang, domain=domain)
+            catalogs[lang] = {}
+            for m in catalog:
+                if not m.id:
+                    continue
+                key = m.id if isinstance(m.id, str) else m.id[0]
+                catalogs[lang][key] = m.string
+                if m.fuzzy or not complete(m, catalog):
+                    found.append(f"{path.relative_to(ROOT)}: untranslated or fuzzy {key!r}")
+        english = catalogs.get("en", {})
+        for lang, messages in catalogs.items():
+            rel = catalog_path(domain, lang).relative_to(ROOT)
+            for key in sorted(set(english) - set(messages)):
+                found.append(f"{rel}: missing message {key!r} (defined in English)")
+            for key in sorted(set(messages) - set(english)):
+                found.append(f"{rel}: message {key!r} is not in the English catalog")
+            for key in sorted(set(messages) & set(english)):
+                if _placeholders(messages[key]) != _placeholders(english[key]):
+                    found.append(f"{rel}: {key!r} uses other placeholders than English")
     return found
+
+
+def cmd_new_results(slug: str) -> int:
+    """Create the three empty result catalogs of technique ``slug`` (never overwrites)."""
+    from glossary.resulttext import catalog_path
+
+    for lang in LANGS:
+        path = catalog_path(slug, lang)
+        if path.exists():
+            print(f"{path.relative_to(ROOT)} exists; left alone")
+            continue
+        catalog = Catalog(locale=lang, domain=slug, project=PROJECT, version="0.1", charset="utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(render_po(catalog))
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
 
 
 def catalog_problems(lang: str, wanted: set[str]) -> list[str]:
@@ -196,8 +270,13 @@ def cmd_check() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("command", choices=("extract", "update", "compile", "check"))
+    p.add_argument("command", choices=("extract", "update", "compile", "check", "new-results"))
+    p.add_argument("slug", nargs="?", help="technique slug (new-results)")
     args = p.parse_args(argv)
+    if args.command == "new-results":
+        if not args.slug:
+            p.error("new-results needs a technique slug")
+        return cmd_new_results(args.slug)
     return {
         "extract": cmd_extract,
         "update": cmd_update,

@@ -1,16 +1,32 @@
-"""Benchmark and command line of :mod:`reference.feature_caching` (harness protocol)."""
+"""Benchmark and demo of :mod:`reference.feature_caching` (the technique contract of
+:mod:`reference.harness.cli`).
+
+Rows: the zoo U-Net with plain DDIM (baseline), DeepCache at each interval (technique), the same
+with the exact condition-embedding LRU, and DDIM with the number of steps whose FLOPs equal each
+cached schedule (control); on the zoo DiT, plain DDIM (reference) and diffusers' First Block Cache
+and Pyramid Attention Broadcast hooks.
+"""
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
+
+from reference.harness.cli import Option, int_tuple
+from reference.harness.results import (
+    Figure,
+    Headline,
+    Measurement,
+    Metric,
+    Row,
+    aim,
+    metrics,
+    note,
+)
 
 from .conditioning import ConditionEmbeddingCache, CrossAttentionToy, KVCache
 from .deepcache import (
@@ -19,21 +35,17 @@ from .deepcache import (
     full_steps,
     matched_ddim_steps,
     relative_cost,
+    schedule_speedup_limit,
     skipped_flop_fraction,
     speedup_limit,
 )
 from .dit_hooks import HookedDiTEps, first_block_cache, pyramid_attention_broadcast
 
 SLUG = "feature-caching"
-MODULE = "reference.feature_caching"
-SOURCES = [
-    Path(__file__).with_name(n)
-    for n in ("__init__.py", "deepcache.py", "conditioning.py", "dit_hooks.py", "bench.py")
-]
 
 
-@dataclass
-class BenchConfig:
+@dataclass(frozen=True)
+class Config:
     """Sizes of a benchmark or demonstration run."""
 
     steps: int = 50
@@ -42,46 +54,55 @@ class BenchConfig:
     branch: int = 1
     n_quality: int = 256
     batch_latency: int = 16
-    repeats: int = 5
-    warmup: int = 1
+    repeats: int = 15
+    warmup: int = 2
     fbc_threshold: float = 0.1
     pab_skip: int = 3
     dit: bool = True
-    threads: int = 1
-    """One thread: on the shared 2-core machine, two threads per process oversubscribe the cores
-    and OpenMP's spin-waiting made a U-Net forward 6-60x slower and far noisier (measured)."""
 
     def validate(self) -> None:
         if self.steps < 1:
-            raise ValueError(f"steps must be >= 1, got {self.steps}")
-        if any(n < 1 for n in self.intervals) or self.headline_interval < 1:
-            raise ValueError(f"interval must be >= 1, got {min(self.intervals)}")
+            raise ValueError(f"--steps must be >= 1, got {self.steps}")
+        if not self.intervals or any(n < 1 for n in self.intervals):
+            raise ValueError(f"--intervals must be >= 1, got {self.intervals}")
         if self.headline_interval not in self.intervals:
-            raise ValueError(f"headline interval {self.headline_interval} not in {self.intervals}")
+            raise ValueError(
+                f"--headline-interval {self.headline_interval} is not one of --intervals "
+                f"{self.intervals}"
+            )
+        if self.branch < 1:
+            raise ValueError(f"--branch must be >= 1 (1 = the shallowest skip), got {self.branch}")
         if self.n_quality < 2 or self.batch_latency < 1:
-            raise ValueError("need n_quality >= 2 and batch_latency >= 1")
+            raise ValueError("need --n-quality >= 2 and --batch-latency >= 1")
+        if self.repeats < 1 or self.warmup < 0:
+            raise ValueError("need --repeats >= 1 and --warmup >= 0")
 
 
-FULL = BenchConfig()
-QUICK = BenchConfig(
-    steps=9, intervals=(3,), n_quality=20, batch_latency=4, repeats=1, warmup=0, dit=True
+FULL = Config()
+QUICK = Config(
+    steps=9, intervals=(3,), n_quality=20, batch_latency=4, repeats=2, warmup=0, dit=True
+)
+DEMO = Config(steps=50, intervals=(3,), n_quality=64, batch_latency=8, repeats=2, warmup=1)
+OPTIONS = (
+    Option("steps"),
+    Option("intervals", int_tuple, "N,N,..."),
+    Option("headline_interval"),
+    Option("branch"),
+    Option("n_quality"),
+    Option("batch_latency"),
+    Option("repeats"),
 )
 
-METRIC_SPEEDUP = "speedup"
-METRIC_FULL = "full_steps"
 
-
-def _metrics() -> dict[str, Any]:
-    from reference.harness import MetricSpec, metrics
-
+def _metrics() -> dict[str, Metric]:
     return metrics(
         "latency_ms",
+        "speedup",
         "fd_digits",
         "accuracy",
         "psnr_vs_baseline",
         "gflops",
-        speedup=MetricSpec("Speedup vs the same model's plain DDIM", "x", "higher"),
-        full_steps=MetricSpec("Full denoiser passes", "", "lower"),
+        full_steps=Metric("", "lower"),
     )
 
 
@@ -92,11 +113,11 @@ def _frozen(model: nn.Module) -> nn.Module:
 
 
 @dataclass
-class Config:
+class Variant:
     """One sampling configuration: its denoiser factory and how many DDIM steps it runs."""
 
     key: str
-    name: str
+    config: dict[str, object]
     role: str
     make_eps: Callable[[], Callable[..., torch.Tensor]]
     steps: int
@@ -104,42 +125,45 @@ class Config:
     full_passes: int | None = None
 
 
-def _runner(cfg: Config, noise: torch.Tensor, labels: torch.Tensor) -> Callable[[], torch.Tensor]:
+def _runner(v: Variant, noise: torch.Tensor, labels: torch.Tensor) -> Callable[[], torch.Tensor]:
     from reference import zoo
     from reference.harness import sample
 
     def run() -> torch.Tensor:
-        eps = cfg.make_eps()
+        eps = v.make_eps()
         if isinstance(eps, HookedDiTEps):
             eps.reset()
-        return sample(eps, zoo.teacher_scheduler(), noise, steps=cfg.steps, labels=labels)
+        return sample(eps, zoo.teacher_scheduler(), noise, steps=v.steps, labels=labels)
 
     return run
 
 
-def _gflops_per_sample(cfg: Config, noise: torch.Tensor, labels: torch.Tensor) -> float:
+def _gflops_per_sample(v: Variant, noise: torch.Tensor, labels: torch.Tensor) -> float:
     from reference.harness import count_flops
 
-    n = noise.shape[0]
-    return count_flops(_runner(cfg, noise, labels)) / n / 1e9
+    return count_flops(_runner(v, noise, labels)) / noise.shape[0] / 1e9
 
 
-def unet_configs(unet: nn.Module, cfg: BenchConfig, f: float) -> list[Config]:
+def unet_variants(unet: nn.Module, cfg: Config, f: float) -> list[Variant]:
     """Baseline, DeepCache at every interval, + condition LRU, and the matched-cost DDIM runs."""
     from reference.harness import model_eps_fn
 
     s, b = cfg.steps, cfg.branch
     cond_cache = ConditionEmbeddingCache(unet, maxsize=4096)
     out = [
-        Config(
-            "base", f"U-Net DDIM {s} steps (baseline)", "baseline", lambda: model_eps_fn(unet), s
+        Variant(
+            "base",
+            {"method": "ddim", "steps": s},
+            "baseline",
+            lambda: model_eps_fn(unet),
+            s,
         )
     ]
     for n in cfg.intervals:
         out.append(
-            Config(
+            Variant(
                 f"dc{n}",
-                f"DeepCache N={n} (branch {b})",
+                {"method": "deepcache", "interval": n, "branch": b, "steps": s},
                 "technique",
                 lambda n=n: DeepCacheEps(unet, n, b),
                 s,
@@ -148,9 +172,9 @@ def unet_configs(unet: nn.Module, cfg: BenchConfig, f: float) -> list[Config]:
         )
     n = cfg.headline_interval
     out.append(
-        Config(
-            "dc_lru",
-            f"DeepCache N={n} + condition-embedding LRU",
+        Variant(
+            "dc-lru",
+            {"method": "deepcache-lru", "interval": n, "branch": b, "steps": s},
             "technique",
             lambda n=n: DeepCacheEps(unet, n, b, condition_cache=cond_cache),
             s,
@@ -160,9 +184,9 @@ def unet_configs(unet: nn.Module, cfg: BenchConfig, f: float) -> list[Config]:
     for n in cfg.intervals:
         k = matched_ddim_steps(s, n, f)
         out.append(
-            Config(
+            Variant(
                 f"ddim{n}",
-                f"DDIM {k} steps (same FLOPs as N={n})",
+                {"method": "ddim-matched", "steps": k, "interval": n},
                 "control",
                 lambda: model_eps_fn(unet),
                 k,
@@ -172,7 +196,7 @@ def unet_configs(unet: nn.Module, cfg: BenchConfig, f: float) -> list[Config]:
     return out
 
 
-def dit_configs(cfg: BenchConfig) -> list[Config]:
+def dit_variants(cfg: Config) -> list[Variant]:
     """The zoo DiT plain, with diffusers' First Block Cache, and with PAB (fresh copies)."""
     from reference import zoo
     from reference.harness import model_eps_fn
@@ -182,17 +206,23 @@ def dit_configs(cfg: BenchConfig) -> list[Config]:
     fbc = first_block_cache(_frozen(zoo.load_dit()), cfg.fbc_threshold)
     pab = pyramid_attention_broadcast(_frozen(zoo.load_dit()), cfg.pab_skip)
     return [
-        Config("dit", f"DiT DDIM {s} steps", "reference", lambda: model_eps_fn(plain), s),
-        Config(
-            "dit_fbc",
-            f"DiT + diffusers First Block Cache (threshold {cfg.fbc_threshold})",
+        Variant(
+            "dit",
+            {"method": "dit-ddim", "steps": s},
+            "reference",
+            lambda: model_eps_fn(plain),
+            s,
+        ),
+        Variant(
+            "dit-fbc",
+            {"method": "first-block-cache", "threshold": cfg.fbc_threshold, "steps": s},
             "technique",
             lambda: fbc,
             s,
         ),
-        Config(
-            "dit_pab",
-            f"DiT + diffusers Pyramid Attention Broadcast (skip {cfg.pab_skip})",
+        Variant(
+            "dit-pab",
+            {"method": "pyramid-attention-broadcast", "skip": cfg.pab_skip, "steps": s},
             "technique",
             lambda: pab,
             s,
@@ -253,7 +283,7 @@ def _figure(
     ax1, ax2 = fig.subplots(1, 2)
     grid = np.linspace(1, max(intervals) + 1, 100)
     ax1.plot(grid, [speedup_limit(f, float(n)) for n in grid], "--", color="#8c8c8c")
-    ax1.annotate(f"limit 1/(1 - f(1 - 1/N)), f = {f:.2f}", (1.05, 1.02), fontsize=8)
+    ax1.annotate(f"1/(1 - f(1 - 1/N)), f = {f:.2f}", (1.05, 1.02), fontsize=8)
     ns = sorted(measured)
     ax1.plot(ns, [measured[n] for n in ns], "o-", color="#dd8452", label="measured")
     ax1.set_xlabel("cache interval N")
@@ -272,171 +302,163 @@ def _figure(
     return path
 
 
-def run(cfg: BenchConfig, quick: bool, out: Path) -> Any:
-    """Measure everything; return a :class:`~reference.harness.BenchmarkResult`."""
+def benchmark(cfg: Config, out: Path) -> Measurement:
+    """Measure every variant; write the figures into ``out``."""
     from tqdm import tqdm
 
     from reference import zoo
     from reference.harness import (
-        BenchmarkResult,
-        Headline,
-        Row,
-        aim,
         class_accuracy,
         class_labels,
         compare_latency,
         fdd_floor,
         frechet_digits_distance,
         make_noise,
-        provenance,
         psnr_per_sample,
         save_grid,
     )
 
-    cfg.validate()
-    torch.set_num_threads(cfg.threads)
     unet = _frozen(zoo.load_teacher())
     check_supported(unet, cfg.branch)
     f = skipped_flop_fraction(unet, cfg.branch)
-    configs = unet_configs(unet, cfg, f) + (dit_configs(cfg) if cfg.dit else [])
-    by_key = {c.key: c for c in configs}
+    variants = unet_variants(unet, cfg, f) + (dit_variants(cfg) if cfg.dit else [])
+    by_key = {v.key: v for v in variants}
 
     noise_q, labels_q = make_noise(cfg.n_quality, seed=0), class_labels(cfg.n_quality)
     samples: dict[str, torch.Tensor] = {}
     fbc_full: int | None = None
-    for c in tqdm(configs, desc="quality samples", leave=False):
-        samples[c.key] = _runner(c, noise_q, labels_q)()
-        if c.key == "dit_fbc":
-            fbc_full = c.make_eps().full_calls  # type: ignore[attr-defined]
-    flop_n = 2
-    noise_f, labels_f = make_noise(flop_n, seed=1), class_labels(flop_n)
-    gflops = {c.key: _gflops_per_sample(c, noise_f, labels_f) for c in configs}
+    for v in tqdm(variants, desc="quality samples", leave=False):
+        samples[v.key] = _runner(v, noise_q, labels_q)()
+        if v.key == "dit-fbc":
+            fbc_full = v.make_eps().full_calls  # type: ignore[attr-defined]
+    noise_f, labels_f = make_noise(2, seed=1), class_labels(2)
+    gflops = {v.key: _gflops_per_sample(v, noise_f, labels_f) for v in variants}
 
     noise_l, labels_l = make_noise(cfg.batch_latency, seed=2), class_labels(cfg.batch_latency)
-    timing = []
-    groups = [[c for c in configs if c.timed and not c.key.startswith("dit")]]
+    groups = [[v for v in variants if v.timed and not v.key.startswith("dit")]]
     if cfg.dit:
-        groups.append([c for c in configs if c.key.startswith("dit")])
+        groups.append([v for v in variants if v.key.startswith("dit")])
+    timing = []
     for group in tqdm(groups, desc="latency groups", leave=False):
-        runs = {c.key: _runner(c, noise_l, labels_l) for c in group}
+        runs = {v.key: _runner(v, noise_l, labels_l) for v in group}
         with torch.inference_mode():
-            timing.append(
-                compare_latency(runs, repeats=cfg.repeats, warmup=cfg.warmup, threads=cfg.threads)
-            )
-    lat = {k: v for cmp in timing for k, v in cmp.stats.items()}
-    speed = {k: v for cmp in timing for k, v in cmp.speedup.items()}
+            timing.append(compare_latency(runs, repeats=cfg.repeats, warmup=cfg.warmup))
+    lat = {k: s for cmp in timing for k, s in cmp.stats.items()}
+    speed = {k: s for cmp in timing for k, s in cmp.speedup.items()}
+    speed_ci = {k: cmp.speedup_interval(k) for cmp in timing for k in cmp.stats}
 
     fd = {k: frechet_digits_distance(x) for k, x in samples.items()}
-    base_of = {c.key: "dit" if c.key.startswith("dit") else "base" for c in configs}
     rows = []
-    for c in configs:
-        ref = samples[base_of[c.key]]
-        full = c.full_passes if c.full_passes is not None else c.steps
-        if c.key == "dit_fbc" and fbc_full is not None:
-            full = fbc_full
+    for v in variants:
+        ref = samples["dit" if v.key.startswith("dit") else "base"]
+        full = fbc_full if v.key == "dit-fbc" and fbc_full is not None else v.full_passes
         rows.append(
             Row(
-                c.name,
-                c.role,  # type: ignore[arg-type]
+                v.key,
+                v.config,
+                v.role,  # type: ignore[arg-type]
                 {
-                    "latency_ms": lat[c.key].median_ms if c.key in lat else None,
-                    "fd_digits": fd[c.key],
-                    "accuracy": class_accuracy(samples[c.key], labels_q),
-                    "psnr_vs_baseline": float(psnr_per_sample(samples[c.key], ref).mean()),
-                    "gflops": gflops[c.key],
-                    METRIC_SPEEDUP: speed.get(c.key),
-                    METRIC_FULL: float(full),
+                    "latency_ms": lat[v.key].median_ms if v.key in lat else None,
+                    "speedup": speed.get(v.key),
+                    "fd_digits": fd[v.key],
+                    "accuracy": class_accuracy(samples[v.key], labels_q),
+                    "psnr_vs_baseline": float(psnr_per_sample(samples[v.key], ref).mean()),
+                    "gflops": gflops[v.key],
+                    "full_steps": float(full if full is not None else v.steps),
                 },
-                {"latency_ms": lat[c.key].iqr_ms} if c.key in lat else {},
+                intervals={"speedup": speed_ci[v.key]} if v.key in speed_ci else {},
+                spread={"latency_ms": lat[v.key].iqr_ms} if v.key in lat else {},
             )
         )
 
     h = cfg.headline_interval
-    head_speed = speed[f"dc{h}"]
-    limit = speedup_limit(f, h)
-    quality_ratio = fd[f"dc{h}"] / fd["base"]
+    head, ctrl = f"dc{h}", by_key[f"ddim{h}"]
+    limit = schedule_speedup_limit(cfg.steps, h, f)
+    quality_ratio = fd[head] / fd["base"]
     kv = kv_cache_demo(steps=cfg.steps, batch=min(16, cfg.batch_latency * 4))
     share = condition_path_share(unet)
-    lru = by_key["dc_lru"].make_eps().condition_cache  # type: ignore[attr-defined]
+    lru = by_key["dc-lru"].make_eps().condition_cache  # type: ignore[attr-defined]
 
-    figures = [f"{SLUG}.png", f"{SLUG}-samples.png"]
-    measured = {1: 1.0, h: head_speed}
-    for n in cfg.intervals:
-        if f"dc{n}" in speed:
-            measured[n] = speed[f"dc{n}"]
+    figures = [Figure(f"{SLUG}.png", "speed-and-quality"), Figure(f"{SLUG}-samples.png", "samples")]
+    measured = {1: 1.0, **{n: speed[f"dc{n}"] for n in cfg.intervals if f"dc{n}" in speed}}
     cost_fd = {
-        "DeepCache N=" + ",".join(map(str, (1, *cfg.intervals))): [(1.0 * cfg.steps, fd["base"])]
+        "DeepCache": [(1.0 * cfg.steps, fd["base"])]
         + [(relative_cost(cfg.steps, n, f), fd[f"dc{n}"]) for n in cfg.intervals],
-        "plain DDIM (fewer steps)": [(1.0 * cfg.steps, fd["base"])]
+        "DDIM": [(1.0 * cfg.steps, fd["base"])]
         + [(float(by_key[f"ddim{n}"].steps), fd[f"ddim{n}"]) for n in cfg.intervals],
     }
-    _figure(out / figures[0], cfg.intervals, measured, f, cost_fd)
+    _figure(out / figures[0].file, cfg.intervals, measured, f, cost_fd)
     show = min(20, cfg.n_quality)
-    grid = torch.cat([samples[k][:show] for k in ("base", f"dc{h}", f"ddim{h}")])
-    save_grid(grid, out / figures[1], nrow=min(10, show))
+    grid = torch.cat([samples[k][:show] for k in ("base", head, f"ddim{h}")])
+    save_grid(grid, out / figures[1].file, nrow=min(10, show))
 
-    ctrl = by_key[f"ddim{h}"]
+    n_full = full_steps(cfg.steps, h)
     notes = [
-        f"Skipped FLOP fraction of a cached step (branch {cfg.branch}, harness FLOP counter): "
-        f"f = {f:.3f}; analytic limit at N={h}: 1/(1 - f(1 - 1/N)) = {limit:.2f}x. "
-        "Latency also pays for the parts FLOPs do not count (normalisation, activations, "
-        "Python per layer), which cached steps do not shrink in proportion.",
-        f"Matched-cost control: DDIM with {ctrl.steps} steps costs the same FLOPs as DeepCache "
-        f"N={h} over {cfg.steps} steps ({full_steps(cfg.steps, h)} full + "
-        f"{cfg.steps - full_steps(cfg.steps, h)} cached steps). Compare their FDD: on this "
-        "small U-Net the DDIM trajectory is smooth enough that fewer steps are a strong control.",
-        f"FDD at N={cfg.n_quality} samples; real-data floor at that N: "
-        f"{fdd_floor(cfg.n_quality):.3f}. PSNR is against the same model's plain DDIM samples "
-        "from the same noise.",
-        f"Condition-embedding LRU (key: timestep, class): hit rate {lru.lru.hit_rate:.2f} over "
-        f"the runs of this benchmark; the time/class MLP is {share * 100:.3f}% of a full step's "
-        f"FLOPs, yet its measured speedup over DeepCache N={h} alone is "
-        f"{speed['dc_lru'] / speed[f'dc{h}']:.2f}x: at batch {cfg.batch_latency} on one thread "
-        "the embedding's handful of small operator calls costs more time than its FLOPs suggest "
-        "(per-call overhead), and the exact cache removes them. The FLOP share is what carries "
-        "over to large models; the cache pays off in FLOPs when the condition encoder is large "
-        "(a text encoder) and conditions recur across requests.",
-        f"Cross-attention K/V caching (diffusers' TextKVCacheConfig idea) on a toy "
-        f"label->8-token cross-attention layer with random weights (the zoo DiT conditions via "
-        f"adaLN and has no cross-attention): exact (max |diff| {kv['max_abs_diff']:.1e}), "
-        f"{kv['flops_saved'] * 100:.1f}% of the layer's FLOPs saved over {cfg.steps} steps, "
-        f"K/V hit rate {kv['hit_rate']:.2f}. Lossless, small gain: K/V of a few condition "
-        "tokens are cheap next to the image-token projections.",
-        "Latency: interleaved, warmed up, medians over repeats (harness compare_latency) at batch "
-        f"{cfg.batch_latency}, {cfg.threads} thread(s), on a 2-core CPU shared with other jobs "
-        "(one thread: two threads per process oversubscribed the shared cores). "
-        "U-Net and DiT rows are timed in separate groups; 'speedup' is against the same model's "
-        "plain DDIM.",
+        note(
+            "skipped-flops",
+            branch=cfg.branch,
+            f=f,
+            interval=h,
+            limit=limit,
+            full=n_full,
+            cached=cfg.steps - n_full,
+        ),
+        note("matched-cost", control_steps=ctrl.steps, interval=h, steps=cfg.steps),
+        note("fdd-at-n", n=cfg.n_quality, floor=fdd_floor(cfg.n_quality)),
+        note(
+            "condition-lru",
+            hit_rate=lru.lru.hit_rate,
+            share=share * 100,
+            interval=h,
+            gain=speed["dc-lru"] / speed[head],
+            batch=cfg.batch_latency,
+        ),
+        note(
+            "kv-cache",
+            max_diff=kv["max_abs_diff"],
+            saved=kv["flops_saved"] * 100,
+            steps=cfg.steps,
+            hit_rate=kv["hit_rate"],
+        ),
+        note(
+            "latency-protocol",
+            repeats=cfg.repeats,
+            batch=cfg.batch_latency,
+            threads=torch.get_num_threads(),
+        ),
     ]
     if cfg.dit:
         notes.append(
-            f"First Block Cache (threshold {cfg.fbc_threshold}) ran all blocks on "
-            f"{fbc_full} of {cfg.steps} steps in the last run; PAB reuses self-attention outputs "
-            f"for {cfg.pab_skip} steps inside timesteps 100-800 while the MLPs still run. DiT "
-            "rows compare with the DiT's own DDIM run (role 'reference')."
+            note(
+                "dit-hooks",
+                threshold=cfg.fbc_threshold,
+                full=fbc_full or 0,
+                steps=cfg.steps,
+                skip=cfg.pab_skip,
+            )
         )
     aims = [
-        aim(f">= 1.6x measured speedup at N={h}", head_speed, 1.6, ">="),
-        aim(f"FDD within 1.15x of the baseline at N={h}", quality_ratio, 1.15, "<="),
+        aim("speedup", speed[head], 1.6, ">=", interval=speed_ci[head], interval_n=h),
+        aim("quality", quality_ratio, 1.15, "<=", interval_n=h),
+        aim(
+            "beats-control-quality",
+            fd[head] / fd[f"ddim{h}"],
+            1.0,
+            "<",
+            interval_n=h,
+            control_steps=ctrl.steps,
+        ),
     ]
-    for a in aims:
-        if not a.met:
-            notes.append(f"Aim not met: {a.text} (measured {a.measured:.3f}).")
-    return BenchmarkResult(
-        slug=SLUG,
-        module=MODULE,
-        title="DeepCache-style feature caching on the zoo U-Net, diffusers cache hooks on the DiT",
-        quick=quick,
+    return Measurement(
         settings={
             "steps": cfg.steps,
-            "scheduler": "DDIMScheduler",
+            "scheduler": "ddim",
             "intervals": list(cfg.intervals),
             "branch": cfg.branch,
             "n_quality": cfg.n_quality,
             "batch_latency": cfg.batch_latency,
             "repeats": cfg.repeats,
             "warmup": cfg.warmup,
-            "threads": cfg.threads,
             "skipped_flop_fraction": round(f, 4),
             "fbc_threshold": cfg.fbc_threshold if cfg.dit else None,
             "pab_skip": cfg.pab_skip if cfg.dit else None,
@@ -444,109 +466,45 @@ def run(cfg: BenchConfig, quick: bool, out: Path) -> Any:
         metrics=_metrics(),
         rows=rows,
         headline=Headline(
-            speedup=head_speed,
+            head,
+            speedup=speed[head],
+            speedup_interval=speed_ci[head],
             speedup_limit=limit,
-            quality_ratio=quality_ratio,
+            limit_kind="bound",
             quality_metric="fd_digits",
+            quality_ratio=quality_ratio,
         ),
         aims=aims,
         notes=notes,
         figures=figures,
-        provenance=provenance(SOURCES),
     )
 
 
-def benchmark(quick: bool = False) -> Any:
-    """The harness entry point: the full (or ``quick``) benchmark as a ``BenchmarkResult``."""
-    from reference.harness import output_dir
-
-    return run(QUICK if quick else FULL, quick, output_dir(quick))
-
-
-# --------------------------------------------------------------------------- command line
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m reference.feature_caching",
-        description="DeepCache-style feature caching on the zoo U-Net: demo or benchmark.",
-    )
-    p.add_argument("--bench", action="store_true", help="run the benchmark, write the result")
-    p.add_argument("--quick", action="store_true", help="small configuration (tests)")
-    p.add_argument("--interval", type=int, default=3, help="cache interval N (demo; >= 1)")
-    p.add_argument("--branch", type=int, default=1, help="DeepCache skip branch (1 = shallowest)")
-    p.add_argument("--steps", type=int, default=50, help="DDIM steps (demo; >= 1)")
-    p.add_argument("--n", type=int, default=64, help="samples (demo)")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default artifacts/)")
-    return p
-
-
-def demo(interval: int, branch: int, steps: int, n: int, out: Path) -> None:
-    """Baseline vs DeepCache vs matched-cost DDIM: small table and a sample grid."""
+def demo(cfg: Config, out: Path) -> None:
+    """Baseline vs DeepCache vs matched-cost DDIM: a small table and a sample grid."""
+    from reference import zoo
     from reference.harness import (
         class_labels,
         compare_latency,
         frechet_digits_distance,
         make_noise,
-        model_eps_fn,
         save_grid,
     )
 
-    unet = _frozen(__import__("reference.zoo", fromlist=["zoo"]).load_teacher())
-    DeepCacheEps(unet, interval, branch)  # validates interval and branch
-    f = skipped_flop_fraction(unet, branch)
-    k = matched_ddim_steps(steps, interval, f)
-    noise, labels = make_noise(n, seed=0), class_labels(n)
-    cfgs = [
-        Config("base", f"DDIM {steps}", "baseline", lambda: model_eps_fn(unet), steps),
-        Config(
-            "dc",
-            f"DeepCache N={interval}",
-            "technique",
-            lambda: DeepCacheEps(unet, interval, branch),
-            steps,
-        ),
-        Config("ddim", f"DDIM {k} (same FLOPs)", "control", lambda: model_eps_fn(unet), k),
-    ]
-    runs = {c.key: _runner(c, noise, labels) for c in cfgs}
+    unet = _frozen(zoo.load_teacher())
+    check_supported(unet, cfg.branch)
+    f = skipped_flop_fraction(unet, cfg.branch)
+    variants = [v for v in unet_variants(unet, cfg, f) if v.key != "dc-lru"]
+    noise, labels = make_noise(cfg.n_quality, seed=0), class_labels(cfg.n_quality)
+    runs = {v.key: _runner(v, noise, labels) for v in variants}
     with torch.inference_mode():
-        lat = compare_latency(runs, repeats=2, warmup=1, threads=FULL.threads)
+        lat = compare_latency(runs, repeats=cfg.repeats, warmup=cfg.warmup)
         xs = {key: fn() for key, fn in runs.items()}
-    print(f"skipped FLOP fraction f = {f:.3f}, limit {speedup_limit(f, interval):.2f}x")
-    print(f"{'configuration':28s} {'latency ms':>11s} {'speedup':>8s} {'FDD':>7s}")
-    for c in cfgs:
-        fd = frechet_digits_distance(xs[c.key])
-        print(f"{c.name:28s} {lat.median_ms(c.key):11.1f} {lat.speedup[c.key]:8.2f} {fd:7.3f}")
-    path = save_grid(torch.cat([xs[c.key][:10] for c in cfgs]), out / f"{SLUG}-demo.png")
-    print(f"samples (rows: {', '.join(c.name for c in cfgs)}): {path}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line entry point; see ``--help``."""
-    args = _parser().parse_args(argv)
-    try:
-        if args.interval < 1:
-            raise ValueError(f"--interval must be >= 1, got {args.interval}")
-        if args.steps < 1:
-            raise ValueError(f"--steps must be >= 1, got {args.steps}")
-        if args.n < 2:
-            raise ValueError(f"--n must be >= 2, got {args.n}")
-        if args.bench:
-            from reference.harness import output_dir, write_result
-
-            cfg = replace(QUICK if args.quick else FULL, branch=args.branch)
-            out = args.out or output_dir(args.quick)
-            result = run(cfg, args.quick, out)
-            print(f"wrote {write_result(result, out)}")
-        else:
-            out = args.out or Path("artifacts") / SLUG
-            demo(args.interval, args.branch, args.steps, args.n, out)
-    except ValueError as exc:
-        sys.exit(f"error: {exc}")
-    except Exception as exc:
-        from reference.zoo import ZooError
-
-        if isinstance(exc, ZooError):
-            sys.exit(f"error: {exc}")
-        raise
-    return 0
+    h = cfg.headline_interval
+    print(f"f = {f:.3f}, limit {schedule_speedup_limit(cfg.steps, h, f):.2f}x")
+    print(f"{'row':10s} {'latency ms':>11s} {'speedup':>8s} {'FDD':>7s}")
+    for v in variants:
+        fd = frechet_digits_distance(xs[v.key])
+        print(f"{v.key:10s} {lat.median_ms(v.key):11.1f} {lat.speedup[v.key]:8.2f} {fd:7.3f}")
+    path = save_grid(torch.cat([xs[v.key][:10] for v in variants]), out / f"{SLUG}-demo.png")
+    print(f"{path} ({', '.join(v.key for v in variants)})")

@@ -262,6 +262,16 @@ def relative_cost(steps: int, interval: int, f: float) -> float:
     return n_full + (steps - n_full) * (1.0 - f)
 
 
+def schedule_speedup_limit(steps: int, interval: int, f: float) -> float:
+    """The FLOP limit of the schedule a run actually executes: ``steps / relative_cost``.
+
+    With ``steps`` not a multiple of ``N`` the run does ``ceil(steps / N)`` full steps, one more
+    than the asymptotic :func:`speedup_limit` assumes; this is the bound a measurement of that
+    run is compared with.
+    """
+    return steps / relative_cost(steps, interval, f)
+
+
 def matched_ddim_steps(steps: int, interval: int, f: float) -> int:
     """Plain DDIM steps with the same FLOPs as the DeepCache run (rounded, at least 1)."""
     return max(1, round(relative_cost(steps, interval, f)))

@@ -2,64 +2,55 @@
 
 Modules
 -------
-* :mod:`~reference.data` - the 16x16 digits: ``load_digits_tensors(split)``.
 * :mod:`~reference.harness.sampling` - ``sample(eps_fn, scheduler, noise, ...)``, ``make_noise``,
-  ``model_eps_fn``, ``count_nfe`` (one loop for baselines, techniques and controls) and the
-  cached standard baseline ``teacher_samples(n, steps)``.
+  ``model_eps_fn``, ``count_nfe``, the ``EpsFn`` type (one loop for baselines, techniques and
+  controls) and the cached standard baseline ``teacher_samples(n, steps)``.
 * :mod:`~reference.harness.quality` - ``frechet_digits_distance`` (FDD) with ``fdd_floor`` and
   ``fdd_ceiling``, ``class_accuracy``, ``within_class_diversity``, ``trajectory_deviation``.
-* :mod:`~reference.harness.cost` - ``compare_latency`` (interleaved, median + IQR),
-  ``count_flops``, ``bytes_saved_for_backward``, ``count_parameters``, ``peak_rss_of``.
-* :mod:`~reference.harness.results` - ``BenchmarkResult`` (the result-file schema), ``metrics``,
-  ``aim``, ``provenance``, ``write_result``, ``check_results``.
-* :mod:`~reference.harness.runner` - ``glossary bench``; the ``TECHNIQUES`` registry.
+* :mod:`~reference.harness.cost` - ``compare_latency`` (interleaved, median + IQR, bootstrap
+  interval of the speedup), ``count_flops``, ``bytes_saved_for_backward``, ``count_parameters``,
+  ``peak_rss_of``.
+* :mod:`~reference.harness.results` - what a benchmark returns (``Measurement`` of ``Row``,
+  ``Headline``, ``aim``, ``note``, ``Figure``) and the result file the harness writes.
+* :mod:`~reference.harness.schema` - the result schema (JSON Schema + cross-checks), torch-free.
+* :mod:`~reference.harness.provenance` - hashes of all code and weights a result used; the check.
+* :mod:`~reference.harness.cli` - the one technique command line; the technique contract.
+* :mod:`~reference.harness.runner` - ``glossary bench``.
 * :mod:`~reference.harness.plots` - ``save_grid``, ``bar_chart``, ``curve_plot``.
-The models come from :mod:`reference.zoo` (``load_teacher()``, ``teacher_scheduler()``, ...).
 
-Writing a technique module
---------------------------
-A technique ``reference/<module>.py`` implements the idea in small functions, and exposes
-``benchmark(quick: bool) -> BenchmarkResult``. Baseline and technique start from the same noise;
-a control spends the technique's compute the plain way (here: fewer DDIM steps)::
+The data come from :mod:`reference.data`, the models from :mod:`reference.zoo`, the list of
+techniques from :mod:`reference.registry`.
 
-    from reference import zoo
-    from reference.harness import (BenchmarkResult, Headline, Row, aim, compare_latency,
-                                   frechet_digits_distance, make_noise, metrics,
-                                   model_eps_fn, output_dir, provenance, sample, class_labels)
+Writing a technique
+-------------------
+A technique is the package ``reference/<slug with underscores>/`` registered in
+:mod:`reference.registry`: ``__init__.py`` (the teaching docstring and the public API), the
+technique in files of at most ~300 lines, ``bench.py`` (the contract of
+:mod:`reference.harness.cli`: ``Config``, ``FULL``, ``QUICK``, ``OPTIONS``, ``benchmark(cfg, out)``
+and ``demo(cfg, out)``), ``locale/<lang>/LC_MESSAGES/<slug>.po`` (the words of its results, in
+es, ru and en) and the two-line ``__main__.py``. ``benchmark`` returns a ``Measurement``; baseline,
+technique and control start from the same noise; a control spends the technique's compute the
+plain way (for example fewer DDIM steps)::
 
-    def benchmark(quick: bool) -> BenchmarkResult:
-        n, steps = (40, 10) if quick else (300, 50)
+    def benchmark(cfg: Config, out: Path) -> Measurement:
         unet = zoo.load_teacher()
-        noise, labels = make_noise(n, seed=0), class_labels(n)
-        fast_eps = my_technique(unet)                    # the thing this module teaches
-        runs = {
-            "baseline": lambda: sample(model_eps_fn(unet), zoo.teacher_scheduler(), noise,
-                                       steps=steps, labels=labels),
-            "technique": lambda: sample(fast_eps, zoo.teacher_scheduler(), noise,
-                                        steps=steps, labels=labels),
-            "control": lambda: sample(model_eps_fn(unet), zoo.teacher_scheduler(), noise,
-                                      steps=steps // 2, labels=labels),
-        }
-        lat = compare_latency(runs, repeats=3 if quick else 10, warmup=1, threads=2)
+        noise, labels = make_noise(cfg.n, seed=0), class_labels(cfg.n)
+        runs = {"base": ..., "fast": ..., "ctrl": ...}          # zero-argument samplers
+        lat = compare_latency(runs, repeats=cfg.repeats, warmup=1)
         fd = {k: frechet_digits_distance(f()) for k, f in runs.items()}
-        rows = [Row(name, role, {"latency_ms": lat.median_ms(k), "fd_digits": fd[k]},
-                    {"latency_ms": lat.iqr_ms(k)})
-                for k, name, role in [("baseline", f"DDIM {steps}", "baseline"),
-                                      ("technique", "my technique", "technique"),
-                                      ("control", f"DDIM {steps // 2}", "control")]]
-        return BenchmarkResult(
-            slug="my-technique", module=__name__, title="...", quick=quick,
-            settings={"n": n, "steps": steps, "threads": 2},
-            metrics=metrics("latency_ms", "fd_digits"), rows=rows,
-            headline=Headline(speedup=lat.speedup["technique"], speedup_limit=2.0,
-                              quality_ratio=fd["technique"] / fd["baseline"],
-                              quality_metric="fd_digits"),
-            aims=[aim(">= 1.5x faster", lat.speedup["technique"], 1.5, ">=")],
-            notes=[], figures=[], provenance=provenance([__file__]))
+        rows = [Row("base", {"method": "ddim", "steps": 50}, "baseline", {...}), ...]
+        return Measurement(
+            settings={"n": cfg.n}, metrics=metrics("latency_ms", "fd_digits"), rows=rows,
+            headline=Headline("fast", speedup=lat.speedup["fast"],
+                              speedup_interval=lat.speedup_interval("fast"),
+                              speedup_limit=2.0, limit_kind="bound"),
+            aims=[aim("speedup", lat.speedup["fast"], 1.5, ">=",
+                      interval=lat.speedup_interval("fast"))],
+            notes=[note("matched-cost", steps=25)], figures=[])
 
-Rules of thumb: compare at equal N (FDD is biased by sample count) and quote ``fdd_floor(n)``;
-time with ``compare_latency`` (never two separate loops); keep ``quick`` runs to seconds; write
-figures to ``output_dir(quick) / "<slug>.png"`` and list their file names in ``figures``.
+The harness adds slug, module, options and provenance, validates and writes the file. Rules of
+thumb: compare at equal N (FDD is biased by sample count) and quote ``fdd_floor(n)``; time with
+``compare_latency`` (never two separate loops); keep ``QUICK`` to seconds.
 
 Names are imported lazily, so ``import reference.harness`` does not import torch.
 """
@@ -116,22 +107,26 @@ _EXPORTS: dict[str, str] = {
     # results
     "Aim": "results",
     "BenchmarkResult": "results",
+    "Figure": "results",
     "Headline": "results",
-    "MetricSpec": "results",
-    "Provenance": "results",
+    "Measurement": "results",
+    "Metric": "results",
+    "Note": "results",
     "Row": "results",
     "STANDARD_METRICS": "results",
     "aim": "results",
-    "check_results": "results",
     "metrics": "results",
-    "output_dir": "results",
-    "provenance": "results",
+    "note": "results",
     "read_result": "results",
-    "validate_result": "results",
     "write_result": "results",
-    # runner
-    "TECHNIQUES": "runner",
-    "write_and_report": "runner",
+    # schema
+    "aim_state": "schema",
+    "validate_result": "schema",
+    # provenance
+    "check_results": "provenance",
+    # command line
+    "Option": "cli",
+    "int_tuple": "cli",
     # plots
     "bar_chart": "plots",
     "curve_plot": "plots",

@@ -174,6 +174,30 @@ class LatencyComparison:
     def median_ms(self, name: str) -> float:
         return self.stats[name].median_ms
 
+    def speedup_interval(
+        self, name: str, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+    ) -> tuple[float, float]:
+        """Percentile-bootstrap interval of ``speedup[name]`` over timing rounds.
+
+        Rounds are resampled with replacement, keeping each round's pair of times together
+        (both functions ran in the same round, under the same machine state), and the ratio of
+        medians is recomputed per resample.
+        """
+        import random
+
+        base, other = self.stats[self.baseline].samples_ms, self.stats[name].samples_ms
+        rng = random.Random(seed)
+        rounds = range(len(base))
+        ratios = []
+        for _ in range(resamples):
+            pick = [rng.choice(rounds) for _ in rounds]
+            ratios.append(
+                statistics.median(base[i] for i in pick) / statistics.median(other[i] for i in pick)
+            )
+        ratios.sort()
+        tail = (1.0 - confidence) / 2.0
+        return ratios[int(tail * (resamples - 1))], ratios[int((1.0 - tail) * (resamples - 1))]
+
     def iqr_ms(self, name: str) -> float:
         return self.stats[name].iqr_ms
 
@@ -193,7 +217,7 @@ def compare_latency(
     *,
     repeats: int = 20,
     warmup: int = 3,
-    threads: int = 2,
+    threads: int | None = None,
     baseline: str | None = None,
 ) -> LatencyComparison:
     """Time zero-argument callables interleaved; the first (or ``baseline``) is the reference.
@@ -201,6 +225,8 @@ def compare_latency(
     Every function is called ``warmup`` times first (allocations, lazy initialisation, caches),
     then ``repeats`` rounds run each function once, rotating the order every round. Wrap calls
     in ``torch.inference_mode()`` yourself if the code being timed does not need autograd.
+    ``threads`` defaults to the process's torch thread count, which the technique command line
+    sets for the whole run (``--threads``, default 2).
     """
     if not funcs:
         raise ValueError("compare_latency: no functions given")
@@ -211,6 +237,7 @@ def compare_latency(
     if repeats < 1 or warmup < 0:
         raise ValueError("compare_latency: repeats must be >= 1 and warmup >= 0")
     previous = torch.get_num_threads()
+    threads = threads or previous
     torch.set_num_threads(threads)
     try:
         for name in names:

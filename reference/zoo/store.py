@@ -18,6 +18,13 @@ WEIGHTS_SUBDIR = "weights"
 MANIFEST_FORMAT = 1
 
 
+LOADED_WEIGHTS: dict[Path, str] = {}
+"""Every weight file this process has verified for loading, with its sha256 (in load order).
+
+The harness records it in each result's provenance: a result covers exactly the weights the
+benchmark loaded, not a list written by hand (see :mod:`reference.harness.provenance`)."""
+
+
 class ZooError(RuntimeError):
     """A zoo model cannot be loaded (missing/corrupted file, unknown name). One-line message."""
 
@@ -130,6 +137,7 @@ def verified_weights(name: str, zoo_dir: Path | None = None) -> tuple[dict[str, 
             f"{path}: sha256 {actual[:12]}... does not match the manifest "
             f"({expected['sha256'][:12]}...); rebuild with: {rebuild_command(name)}"
         )
+    LOADED_WEIGHTS[path.resolve()] = actual
     return entry, path
 
 
