@@ -16,7 +16,9 @@ Formats
   ``termEntry``/``langSet``/``tig``) for tools that read only v2.
 * ``skos`` - a SKOS concept scheme as JSON-LD: one ``skos:Concept`` per entry with
   ``skos:prefLabel``/``skos:altLabel``/``skos:definition`` per language, ``skos:related`` and
-  ``dct:source``. SKOS: W3C Recommendation, 2009.
+  ``dct:source``. SKOS: W3C Recommendation, 2009. ``skos:related`` is symmetric, so both
+  directions of every two-way link are stated; links an entry marks ``one_way`` are
+  ``rdfs:seeAlso`` instead (see :mod:`glossary.links`).
 
 Writing a file is atomic: the text goes to a temporary file in the target's folder, which
 replaces the target only once complete (``os.replace``); on any failure the temporary file is
@@ -88,6 +90,7 @@ def entry_dict(e: Entry) -> dict[str, Any]:
         "kind": e.kind,
         "category": e.category,
         "related": list(e.related),
+        "one_way": list(e.one_way),
         "reference": (
             {"module": e.reference.module, "status": e.reference.status} if e.reference else None
         ),
@@ -276,6 +279,9 @@ def skos_document(g: Glossary) -> dict[str, Any]:
             "skos:hasTopConcept": [{"@id": BASE_IRI + e.slug} for e in g],
         }
     ]
+    from .links import symmetric
+
+    related = symmetric(g)
     for e in g:
         concept: dict[str, Any] = {
             "@id": BASE_IRI + e.slug,
@@ -286,15 +292,19 @@ def skos_document(g: Glossary) -> dict[str, Any]:
             "skos:prefLabel": _labels([(e.lang[c].term, c) for c in LANGS]),
             "skos:altLabel": _labels([(a, c) for c in LANGS for a in e.lang[c].aliases]),
             "skos:definition": _labels([(e.lang[c].definition, c) for c in LANGS]),
-            "skos:related": [{"@id": BASE_IRI + s} for s in e.related],
+            "skos:related": [{"@id": BASE_IRI + s} for s in related[e.slug]],
             "dct:subject": _labels([(CATEGORIES[e.category][c], c) for c in LANGS]),
             "dct:source": [{"@id": s.link} if s.link else _source_text(s) for s in e.sources],
         }
+        see_also = [s for s in e.one_way if s in g]
+        if see_also:  # deliberately one-way links: not skos:related, which is symmetric
+            concept["rdfs:seeAlso"] = [{"@id": BASE_IRI + s} for s in see_also]
         notes = [(e.lang[c].note, c) for c in LANGS if e.lang[c].note]
         if notes:
             concept["skos:scopeNote"] = _labels(notes)  # type: ignore[arg-type]
         graph.append(concept)
-    return {"@context": {"skos": SKOS, "dct": DCT}, "@graph": graph}
+    context = {"skos": SKOS, "dct": DCT, "rdfs": "http://www.w3.org/2000/01/rdf-schema#"}
+    return {"@context": context, "@graph": graph}
 
 
 def write_skos(g: Glossary, out: TextIO) -> None:

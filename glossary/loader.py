@@ -551,6 +551,9 @@ def _check_across(files: list[_Parsed], stems: set[str]) -> list[Problem]:
                     "write the module or set status: planned",
                 )
         _collect_names(p, names, add)
+    from .links import check as check_links
+
+    check_links({slug: (p, p.data) for slug, p in by_slug.items()}, add)
     return problems
 
 
@@ -605,6 +608,7 @@ def _build(p: _Parsed) -> Entry:
         kind=d["kind"],
         category=d["category"],
         related=tuple(d["related"]),
+        one_way=tuple(d.get("one_way", ())),
         reference=Reference(ref["module"], ref["status"]) if ref else None,
         libraries=tuple(Library(x["name"], x["api"], x.get("url")) for x in d["libraries"]),
         sources=tuple(
@@ -739,6 +743,7 @@ def _raw(entry: Entry) -> dict[str, Any]:
         "kind": entry.kind,
         "category": entry.category,
         "related": list(entry.related),
+        **({"one_way": list(entry.one_way)} if entry.one_way else {}),
         "libraries": [
             {k: v for k, v in (("name", x.name), ("api", x.api), ("url", x.url)) if v is not None}
             for x in entry.libraries

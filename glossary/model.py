@@ -100,6 +100,8 @@ class Entry:
     sources: tuple[Source, ...]
     lang: dict[str, LangText] = field(hash=False)
     path: Path | None = field(default=None, compare=False)
+    one_way: tuple[str, ...] = ()
+    """Slugs of ``related`` that deliberately do not link back (see :mod:`glossary.links`)."""
 
     def text(self, lang: str) -> LangText:
         """The entry's text in ``lang``."""

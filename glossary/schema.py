@@ -99,7 +99,16 @@ TOP_FIELDS: tuple[Field, ...] = (
         "related",
         "list[str]",
         True,
-        "Slugs of other existing entries (may be empty).",
+        "Slugs of other existing entries (may be empty). Links are symmetric: each listed "
+        "entry lists this one back, unless the slug is also in one_way.",
+        pattern=SLUG_RE.pattern,
+    ),
+    Field(
+        "one_way",
+        "list[str]",
+        False,
+        "Slugs of related that are deliberately one-way (the target does not link back), e.g. "
+        "hubs such as flops or u-net; exported as rdfs:seeAlso instead of skos:related.",
         pattern=SLUG_RE.pattern,
     ),
     Field(

@@ -17,6 +17,8 @@ from glossary.loader import load_glossary
 from glossary.model import Glossary
 from glossary.schema import CATEGORIES, LANGS
 
+BASE = export.BASE_IRI
+
 _cache = pytest.fixture(autouse=True, scope="module")(private_cache)
 TBX = "{urn:iso:std:iso:30042:ed-2}"
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
@@ -122,6 +124,7 @@ def test_skos_round_trip(directory: Path) -> None:
     assert doc["@context"] == {
         "skos": "http://www.w3.org/2004/02/skos/core#",
         "dct": "http://purl.org/dc/terms/",
+        "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
     }
     scheme, *concepts = doc["@graph"]
     assert scheme["@type"] == "skos:ConceptScheme"
@@ -134,7 +137,9 @@ def test_skos_round_trip(directory: Path) -> None:
         assert alt == {(a, lg) for lg in LANGS for a in e.lang[lg].aliases}
         assert {d["@language"] for d in c["skos:definition"]} == set(LANGS)
         assert {r["@id"] for r in c["skos:related"]} <= ids
-        assert len(c["skos:related"]) == len(e.related)
+        two_way = [r for r in e.related if r not in e.one_way]
+        assert {f"{BASE}{r}" for r in two_way} <= {r["@id"] for r in c["skos:related"]}
+        assert [r["@id"] for r in c.get("rdfs:seeAlso", [])] == [f"{BASE}{r}" for r in e.one_way]
         assert [s.get("@id") for s in c["dct:source"] if isinstance(s, dict)] == [
             s.link for s in e.sources if s.link
         ]
@@ -170,3 +175,14 @@ def test_atomic_write_replaces_only_when_complete(tmp_path: Path) -> None:
     export.export_to(g, "csv", target)
     assert target.read_text(encoding="utf-8") == export.export_text(g, "csv")
     assert [p.name for p in tmp_path.iterdir()] == ["g.csv"]
+
+
+def test_skos_related_is_symmetric_and_one_way_links_are_see_also() -> None:
+    """skos:related is a symmetric property: the export states both directions."""
+    g = load_glossary(VALID)
+    concepts = {c["@id"]: c for c in export.skos_document(g)["@graph"][1:]}
+    pairs = {(a, r["@id"]) for a, c in concepts.items() for r in c.get("skos:related", [])}
+    assert pairs and all((b, a) in pairs for a, b in pairs)
+    see_also = {(a, r["@id"]) for a, c in concepts.items() for r in c.get("rdfs:seeAlso", [])}
+    assert see_also == {(f"{BASE}{e.slug}", f"{BASE}{t}") for e in g for t in e.one_way}
+    assert not see_also & pairs

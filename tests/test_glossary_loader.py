@@ -167,7 +167,7 @@ def test_alias_with_semicolon(d: Path) -> None:
 
 
 def test_related_slug_must_exist(d: Path) -> None:
-    path = edit(d, "ddim", "related: []", "related: [ddpm, ema, emma]")
+    path = edit(d, "ddim", "related: []", "related: [ddpm, ema, emma]\none_way: [ema]")
     assert problems(d) == [
         f"{path}:4: related[0]: related slug 'ddpm' does not exist (hint: did you mean 'ddim'?)",
         f"{path}:4: related[2]: related slug 'emma' does not exist (hint: did you mean 'ema'?)",
@@ -175,8 +175,29 @@ def test_related_slug_must_exist(d: Path) -> None:
 
 
 def test_related_to_itself(d: Path) -> None:
-    path = edit(d, "ddim", "related: []", "related:\n  - ema\n  - ddim")
+    path = edit(d, "ddim", "related: []", "related:\n  - ema\n  - ddim\none_way: [ema]")
     assert only(d) == f"{path}:6: related[1]: an entry cannot be related to itself"
+
+
+def test_one_way_related_link_is_flagged(d: Path) -> None:
+    path = edit(d, "ddim", "related: []", "related: [ema]")
+    assert problems(d) == [
+        f"{path}:4: related[0]: one-way link: 'ema' does not list 'ddim' in related (hint: add "
+        "ddim to the related list of ema.yaml, or list ema under one_way if the link is "
+        "deliberately one-way)"
+    ]
+    edit(d, "ddim", "related: [ema]", "related: [ema]\none_way: [ema]")
+    assert problems(d) == []
+
+
+def test_pointless_one_way_marks_are_flagged(d: Path) -> None:
+    path = edit(d, "ema", "related: [epoch]", "related: [epoch]\none_way: [epoch, ddim]")
+    assert problems(d) == [
+        f"{path}:5: one_way[0]: 'epoch' is marked one-way but links back to 'ema' (hint: remove "
+        "it from one_way (the link is symmetric))",
+        f"{path}:5: one_way[1]: 'ddim' is marked one-way but is not in related (hint: one_way "
+        "lists slugs of related that are not linked back; add it to related or remove it here)",
+    ]
 
 
 def test_implemented_module_must_exist(d: Path) -> None:
