@@ -125,3 +125,30 @@ def curve_plot(
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     return path
+
+
+def zoo_sample_grid(name: str, zoo_dir: Path, guidance_scale: float = 2.0) -> Path:
+    """DDIM-50 grid: rows = classes 0-9 (CFG ``guidance_scale``), last row unconditional."""
+    from reference.zoo import decode_latents, latent_scheduler, load, teacher_scheduler
+
+    from .sampling import make_noise, model_eps_fn, sample
+
+    model = load(name, zoo_dir)
+    latent = name == "latent_teacher"
+    shape = (4, 4, 4) if latent else (1, 16, 16)
+    labels = torch.arange(10).repeat_interleave(10)
+    eps_fn = model_eps_fn(model)
+    scheduler = latent_scheduler if latent else teacher_scheduler
+    cond = sample(
+        eps_fn,
+        scheduler(),
+        make_noise(100, 0, shape),
+        labels=labels,
+        guidance_scale=guidance_scale,
+        clamp=not latent,
+    )
+    uncond = sample(eps_fn, scheduler(), make_noise(10, 1, shape), clamp=not latent)
+    x = torch.cat([cond, uncond])
+    if latent:
+        x = decode_latents(load("vae", zoo_dir), x)
+    return save_grid(x, zoo_dir / f"{name}_samples.png", nrow=10)

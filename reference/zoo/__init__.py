@@ -25,7 +25,8 @@ sampling). Every loader returns a fresh module in ``eval()`` mode with ``require
 on, so techniques may modify or fine-tune it without affecting other callers.
 
 Technique modules add their students (distilled, pruned, MoE ...) through
-the registry (:func:`reference.registry.zoo_extension_modules`); see :mod:`reference.zoo.specs` for how.
+the registry (:func:`reference.registry.zoo_extension_modules`); see
+:mod:`reference.zoo.specs` for how.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import argparse
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,34 +132,6 @@ def train_one(
     return entry
 
 
-def draw_grid(name: str, zoo_dir: Path, guidance_scale: float = 2.0) -> Path:
-    """DDIM-50 grid: rows = classes 0-9 (CFG ``guidance_scale``), last row unconditional."""
-    from reference.harness.plots import save_grid
-    from reference.harness.sampling import make_noise, model_eps_fn, sample
-
-    from . import decode_latents, latent_scheduler, load, teacher_scheduler
-
-    model = load(name, zoo_dir)
-    latent = name == "latent_teacher"
-    shape = (4, 4, 4) if latent else (1, 16, 16)
-    labels = torch.arange(10).repeat_interleave(10)
-    eps_fn = model_eps_fn(model)
-    scheduler = latent_scheduler if latent else teacher_scheduler
-    cond = sample(
-        eps_fn,
-        scheduler(),
-        make_noise(100, 0, shape),
-        labels=labels,
-        guidance_scale=guidance_scale,
-        clamp=not latent,
-    )
-    uncond = sample(eps_fn, scheduler(), make_noise(10, 1, shape), clamp=not latent)
-    x = torch.cat([cond, uncond])
-    if latent:
-        x = decode_latents(load("vae", zoo_dir), x)
-    return save_grid(x, zoo_dir / f"{name}_samples.png", nrow=10)
-
-
 def zoo_table(zoo_dir: Path) -> str:
     """A plain-text table of the registered models and their manifest facts."""
     from .store import read_manifest
@@ -179,7 +152,14 @@ def zoo_table(zoo_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None, command: str | None = None) -> int:
+def main(
+    argv: list[str] | None = None,
+    command: str | None = None,
+    draw: Callable[[str, Path], Path] | None = None,
+) -> int:
+    """Train the selected models; ``draw(name, zoo_dir)`` writes a sample grid of each image
+    model (passed in by ``scripts/train_zoo.py``: the grid samples with the harness, which sits
+    above the zoo, so the zoo does not import it)."""
     args = _parser().parse_args(argv)
     if args.list:
         print(zoo_table(args.out or ZOO_DIR))
@@ -208,8 +188,8 @@ def main(argv: list[str] | None = None, command: str | None = None) -> int:
                 f"{name}: {entry['params']:,} params, loss {entry['final_loss']:.4f}, "
                 f"{entry['train_seconds']:.0f} s -> {zoo_dir / WEIGHTS_SUBDIR}"
             )
-            if name in GRID_MODELS and not args.no_grid:
-                print(f"  samples: {draw_grid(name, zoo_dir)}")
+            if draw is not None and name in GRID_MODELS and not args.no_grid:
+                print(f"  samples: {draw(name, zoo_dir)}")
     except ZooError as exc:
         print(f"train_zoo: {exc}", file=sys.stderr)
         return 1
