@@ -30,7 +30,6 @@ private copy is compiled into the cache folder (:mod:`glossary.cache`, unless
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -40,6 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from . import cache
+
+try:  # the BLAKE2 extension alone; ``hashlib`` would also load OpenSSL (a few milliseconds)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Python implementations
+    from hashlib import blake2b
 
 FORMAT = 1
 SHIPPED_NAME = "_index.sqlite3"
@@ -55,7 +59,7 @@ class FileStamp:
 
 
 def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return blake2b(data, digest_size=16).hexdigest()
 
 
 def entry_paths(directory: Path) -> list[Path]:
@@ -78,7 +82,7 @@ def stamp_files(paths: list[Path]) -> list[FileStamp]:
 
 def code_digest() -> str:
     """A digest of the package's code: a change to the loader, schema or normalizer counts."""
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     h.update(str(FORMAT).encode())
     for path in sorted(CODE_DIR.glob("*.py")):
         h.update(path.name.encode())

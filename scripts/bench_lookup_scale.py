@@ -1,0 +1,192 @@
+"""How ``glossary lookup``, ``validate`` and the site build scale with the number of entries.
+
+Usage::
+
+    python scripts/bench_lookup_scale.py [--sizes 1 10 25] [-n 15] [--site] [--entries DIR]
+
+For each size factor k, a temporary folder gets the real entries plus k-1 generated variants of
+each one: slug ``<slug>-v<i>``, every term and alias with a made-up word appended (names stay
+unique per language, as the validator demands), related links and ``one_way`` marks mapped to
+the same variant, text and sources unchanged. Then, in fresh processes (``python -m
+glossary.cli --entries DIR``), it reports medians over ``-n`` runs of:
+
+* ``index``: compiling the folder's shipped index (``python -m glossary.index DIR``, once), as
+  the wheel build does;
+* ``empty cache``: a lookup with ``GLOSSARY_CACHE=0`` served by the shipped index. The entry
+  files' mtimes are bumped after compiling, so every run checks the BLAKE2 digest of every
+  file, as after installing a wheel (the worst case);
+* ``warm``: a lookup with a private, already filled cache folder;
+* ``no index``: the first lookup when nothing is compiled yet (it compiles the index into the
+  cache folder: the one-time cost an edited checkout pays), one run;
+* ``validate``: ``glossary validate DIR`` (all checks, house style included), one run per size
+  above 1x;
+* ``site`` (only with ``--site``; minutes at 25x): ``mkdocs build`` of a copy of ``site_src``
+  with ``GLOSSARY_ENTRIES_DIR`` pointing at the folder, one run.
+
+Lookups use an on-topic query ("poda") and an off-topic one ("chocolate cake", which scores
+every name). The aim is lookups at 25x within 1.5x of 1x. The script reports; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SYLLABLES = ["ka", "lo", "mir", "ten", "vu", "sa", "dro", "pel", "zin", "bor", "que", "ny"]
+QUERIES = ("poda", "chocolate cake")
+
+
+def word(i: int) -> str:
+    """A made-up word, different for each i ("kalo", "mirten", ...)."""
+    rng = random.Random(i)
+    return "".join(rng.choice(SYLLABLES) for _ in range(3)) + str(i)
+
+
+def variant(data: dict, i: int) -> dict:
+    data = json.loads(json.dumps(data))
+    tag = word(i)
+
+    def slug(s: str) -> str:
+        return f"{s}-v{i}"
+
+    data["slug"] = slug(data["slug"])
+    data["related"] = [slug(s) for s in data.get("related", [])]
+    if data.get("one_way"):
+        data["one_way"] = [slug(s) for s in data["one_way"]]
+    for block in data["lang"].values():
+        block["term"] = f"{block['term']} {tag}"
+        block["aliases"] = [f"{a} {tag}" for a in block["aliases"]]
+    return data
+
+
+def generate(source: Path, target: Path, factor: int) -> int:
+    import yaml
+
+    target.mkdir(parents=True)
+    files = sorted(source.glob("*.yaml"))
+    for path in files:
+        shutil.copy2(path, target / path.name)
+        if factor == 1:
+            continue
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for i in range(1, factor):
+            v = variant(data, i)
+            text = yaml.safe_dump(v, allow_unicode=True, sort_keys=False, width=100)
+            (target / f"{v['slug']}.yaml").write_text(text, encoding="utf-8")
+    return len(files) * factor
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path = ROOT) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+    )
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        sys.exit(f"bench: {' '.join(args)} exited {proc.returncode}: {proc.stderr[-500:]!r}")
+    return elapsed
+
+
+def median_of(n: int, args: list[str], env: dict[str, str]) -> float:
+    run(args, env)  # page cache, .pyc files: not counted
+    return statistics.median(run(args, env) for _ in range(n))
+
+
+def bump_mtimes(directory: Path) -> None:
+    later = time.time() + 5
+    for path in directory.glob("*.yaml"):
+        os.utime(path, (later, later))
+
+
+def site_build(entries: Path, work: Path, env: dict[str, str]) -> float:
+    site = work / "site-build"
+    shutil.copytree(ROOT / "site_src", site / "site_src")
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    config = config.replace("  - glossary/mkdocs_hooks.py", f"  - {ROOT}/glossary/mkdocs_hooks.py")
+    (site / "mkdocs.yml").write_text(config, encoding="utf-8")
+    env = dict(env, GLOSSARY_ENTRIES_DIR=str(entries))
+    cmd = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(site / "out")]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=site, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode:
+        print(f"  site build failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 25])
+    p.add_argument("-n", type=int, default=15, help="runs per lookup median (default 15)")
+    p.add_argument("--site", action="store_true", help="also time a site build (slow)")
+    p.add_argument("--entries", type=Path, default=ROOT / "glossary" / "entries")
+    args = p.parse_args(argv)
+    py = [sys.executable, "-m", "glossary.cli"]
+    base_env = dict(os.environ, PYTHONDONTWRITEBYTECODE="0")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="glossary-scale-") as tmp:
+        work = Path(tmp)
+        for k in args.sizes:
+            entries = work / f"x{k}"
+            n_entries = generate(args.entries, entries, k)
+            start = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "glossary.index", str(entries)],
+                check=True,
+                cwd=ROOT,
+                env=dict(base_env, GLOSSARY_CACHE="0"),
+                stdout=subprocess.DEVNULL,
+            )
+            compile_s = time.perf_counter() - start
+            bump_mtimes(entries)
+            row = {"k": k, "entries": n_entries, "index": compile_s}
+            cold_env = dict(base_env, GLOSSARY_CACHE="0")
+            warm_env = dict(base_env, GLOSSARY_CACHE_DIR=str(work / f"cache{k}"))
+            for q in QUERIES:
+                cmd = [*py, "--entries", str(entries), "lookup", q]
+                row[f"cold {q}"] = median_of(args.n, cmd, cold_env)
+                row[f"warm {q}"] = median_of(args.n, cmd, warm_env)
+            (entries / "_index.sqlite3").unlink()
+            fresh_env = dict(base_env, GLOSSARY_CACHE_DIR=str(work / f"fresh{k}"))
+            row["no index"] = run([*py, "--entries", str(entries), "lookup", "poda"], fresh_env)
+            validate = [*py, "validate", str(entries)]
+            row["validate"] = (
+                median_of(3, validate, base_env) if k == 1 else run(validate, base_env)
+            )
+            if args.site:
+                row["site"] = site_build(entries, work, base_env)
+            rows.append(row)
+            print(
+                json.dumps(
+                    {key: round(v, 3) if isinstance(v, float) else v for key, v in row.items()}
+                ),
+                file=sys.stderr,
+            )
+    keys = [key for key in rows[0] if key not in ("k", "entries")]
+    print(f"load average {os.getloadavg()[0]:.2f}; medians of {args.n} fresh processes (s)")
+    print("| size | entries | " + " | ".join(keys) + " |")
+    print("|---" * (len(keys) + 2) + "|")
+    for row in rows:
+        cells = [f"{row[key]:.3f}" for key in keys]
+        print(f"| {row['k']}x | {row['entries']} | " + " | ".join(cells) + " |")
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        for key in keys:
+            if key.startswith(("cold", "warm")):
+                print(f"{key}: {last['k']}x / {first['k']}x = {last[key] / first[key]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
