@@ -636,7 +636,7 @@ def entry_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
 
 
-def _load(directory: Path | None) -> tuple[Glossary | None, list[Problem]]:
+def _load(directory: Path | None, style: bool = False) -> tuple[Glossary | None, list[Problem]]:
     directory = Path(directory) if directory is not None else ENTRIES_DIR
     if not directory.is_dir():
         return None, [
@@ -671,14 +671,22 @@ def _load(directory: Path | None) -> tuple[Glossary | None, list[Problem]]:
         if p is not None:
             parsed.append(p)
     problems += _check_across(parsed, {p.stem for p in entry_files(directory)})
+    if style:  # the house style (glossary/style/*.yaml); only validate pays for it
+        from . import style as house_style
+
+        problems += house_style.check(parsed)
     if problems:
         return None, problems
     return Glossary({p.data["slug"]: _build(p) for p in parsed}), []
 
 
 def validate(directory: Path | None = None) -> list[Problem]:
-    """Every problem of the entries in ``directory`` (default: the package's entries)."""
-    return _load(directory)[1]
+    """Every problem of the entries in ``directory`` (default: the package's entries).
+
+    This includes the house style of each language (:mod:`glossary.style`), which loading for a
+    lookup skips.
+    """
+    return _load(directory, style=True)[1]
 
 
 def _fingerprint(directory: Path, files: list[Path]) -> list[Any]:
