@@ -1,6 +1,6 @@
 """reference.mixture_of_experts: dense equivalence at k = E without capacity, the Switch
 load-balancing loss on a hand-computed case, capacity dropping the right tokens, timestep
-experts."""
+experts, the benchmark's configuration checks."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def test_top_k_equal_to_all_experts_without_capacity_is_the_weighted_sum() -> No
         tokens = x.reshape(-1, 12)
         probs = torch.softmax(layer.router(tokens), dim=-1)
         dense = sum(probs[:, e, None] * ex(tokens) for e, ex in enumerate(layer.experts))
-    assert torch.allclose(out.reshape(-1, 12), dense, atol=1e-6, rtol=0)
+    assert torch.allclose(out.reshape(-1, 12), dense, atol=1e-5, rtol=1e-5)
     assert bool(layer.last_routing.kept.all())
 
 
@@ -61,7 +61,7 @@ def test_dropped_tokens_get_no_expert_output() -> None:
         expected = layer.last_routing.gates[:2] * layer.experts[0](x[:2])
     assert layer.last_routing.capacity == 2
     assert kept.tolist() == [True, True] + [False] * 6
-    assert torch.allclose(out[:2], expected, atol=1e-6, rtol=0)
+    assert torch.allclose(out[:2], expected, atol=1e-5, rtol=1e-5)
     assert torch.equal(out[2:], torch.zeros(6, 6))
 
 
@@ -82,7 +82,7 @@ def test_timestep_experts_pick_by_noise_level_without_a_router() -> None:
         mixed = layer(x, t)
         rows = [layer.experts[int(i)](x[j]) for j, i in enumerate(layer.expert_index(t))]
         one_t = layer(x, torch.full((4,), 800))
-    assert torch.allclose(mixed, torch.stack(rows), atol=1e-6, rtol=0)
+    assert torch.allclose(mixed, torch.stack(rows), atol=1e-5, rtol=1e-5)
     assert torch.equal(one_t, layer.experts[1](x))
 
 
@@ -95,7 +95,7 @@ def test_timestep_experts_pick_by_noise_level_without_a_router() -> None:
     ],
 )
 def test_tiny_dit_shapes_and_equal_flops_per_token(ffn: str, extra: dict) -> None:
-    from reference.mixture_of_experts.bench import active_parameters, flops_per_token
+    from reference.mixture_of_experts import active_parameters, flops_per_token
 
     torch.manual_seed(3)
     dense = moe.TinyDiT(ffn="dense", dim=24, depth=2, heads=2, mlp_hidden=48)
@@ -112,30 +112,29 @@ def test_tiny_dit_shapes_and_equal_flops_per_token(ffn: str, extra: dict) -> Non
         assert 0.0 < float(model.aux_loss()) <= 4.0  # E * sum f P lies in (0, E]
 
 
-def test_cli_rejects_bad_arguments_with_one_line() -> None:
-    with pytest.raises(SystemExit) as info:
-        moe.main(["--top-k", "3", "--experts", "2"])
-    assert str(info.value) == "error: --top-k must be in 1..2, got 3"
-    with pytest.raises(SystemExit) as info:
-        moe.main(["--experts", "0"])
-    assert str(info.value) == "error: --experts must be >= 1, got 0"
-    with pytest.raises(SystemExit) as info:
-        moe.main(["--train-zoo", "--only", "moe_huge"])
-    assert str(info.value).startswith("error: --only: unknown model 'moe_huge'; known: moe_dense")
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("steps", 0, "--steps must be >= 1, got 0"),
+        ("n_quality", 1, "--n-quality must be >= 2, got 1"),
+        ("repeats", 0, "--repeats must be >= 1, got 0"),
+    ],
+)
+def test_bad_configuration_names_the_option(field: str, value: int, message: str) -> None:
+    from dataclasses import replace
+
+    from reference.mixture_of_experts.bench import FULL
+
+    with pytest.raises(ValueError, match=message):
+        replace(FULL, **{field: value}).validate()
 
 
-@pytest.mark.slow
-def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
-    from reference.harness import validate_result
-    from reference.zoo import ZooError
+def test_rows_are_language_neutral_configurations() -> None:
+    from reference.mixture_of_experts.bench import MODELS, row_config
 
-    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
-    try:
-        result = moe.benchmark(quick=True)
-    except ZooError as exc:
-        pytest.skip(f"MoE zoo models not trained yet: {exc}")
-    assert validate_result(result.to_dict()) == []
-    assert result.slug == "mixture-of-experts" and result.quick
-    assert {r.role for r in result.rows} == {"baseline", "technique"}
-    for fig in result.figures:
-        assert (tmp_path / fig).is_file()
+    assert [row_config(n)["method"] for n in MODELS] == [
+        "dense-ffn",
+        "sparse-moe",
+        "timestep-experts",
+    ]
+    assert row_config("moe_sparse") == {"method": "sparse-moe", "experts": 8, "top_k": 1}

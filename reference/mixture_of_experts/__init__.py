@@ -33,12 +33,26 @@ Pitfalls
 * Without the balancing loss routers collapse; with a too-large weight they route uniformly and
   the experts stop specialising.
 
+Package
+-------
+* :mod:`reference.mixture_of_experts.layers` - router, top-k gates, capacity, Switch's
+  load-balancing loss, :class:`MoEFeedForward` and :class:`TimestepExpertFeedForward`;
+* :mod:`reference.mixture_of_experts.denoiser` - :class:`TinyDiT`, whose feed-forward layers are
+  dense, sparse MoE or timestep experts;
+* :mod:`reference.mixture_of_experts.accounting` - active parameters and FLOPs per token, and a
+  recorder of the experts' share of tokens;
+* :mod:`reference.mixture_of_experts.zoo_specs` - the three zoo models (a zoo plugin named in
+  :mod:`reference.registry`; weights in the zoo, trained by ``scripts/train_zoo.py``);
+* :mod:`reference.mixture_of_experts.bench` - the benchmark and demo
+  (``python -m reference.mixture_of_experts``, see ``--help``).
+
 Production: ``torch`` has no MoE layer; DeepSpeed-MoE (``deepspeed.moe.layer.MoE``), Megatron-Core
 ``MoELayer``, Tutel and ``transformers``' Mixtral/Switch models implement it; diffusers ships
 Wan 2.2 pipelines with two timestep-expert transformers (``transformer`` / ``transformer_2`` with
 a ``boundary_ratio``).
 """
 
+from .accounting import RoutingRecorder, active_parameters, flops_per_token
 from .denoiser import TinyDiT
 from .layers import (
     ExpertFFN,
@@ -57,27 +71,14 @@ __all__ = [
     "ExpertFFN",
     "MoEFeedForward",
     "Routing",
+    "RoutingRecorder",
     "TimestepExpertFeedForward",
     "TinyDiT",
-    "benchmark",
+    "active_parameters",
     "capacity_mask",
     "expert_capacity",
+    "flops_per_token",
     "load_balancing_loss",
     "load_moe_model",
-    "main",
     "route",
 ]
-
-
-def benchmark(quick: bool = False):
-    """Run the benchmark (see :mod:`.bench`); ``quick`` = the small test configuration."""
-    from .bench import benchmark as _benchmark
-
-    return _benchmark(quick)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m reference.mixture_of_experts --help``."""
-    from .bench import main as _main
-
-    return _main(argv)

@@ -1,5 +1,5 @@
-"""``python -m reference.mixture_of_experts``: see ``--help``."""
+"""``python -m reference.mixture_of_experts``: the shared technique command line (``--help``)."""
 
-from .bench import main
+from reference.harness.cli import main
 
-raise SystemExit(main())
+main(__package__)

@@ -68,7 +68,7 @@ def expert_capacity(tokens: int, num_experts: int, k: int, capacity_factor: floa
         return tokens
     if capacity_factor <= 0:
         raise ValueError(f"capacity_factor must be > 0, got {capacity_factor}")
-    return math.ceil(capacity_factor * tokens * k / num_experts)
+    return math.ceil(capacity_factor * tokens * k / num_experts)  # Switch Eq. (3), x k choices
 
 
 def capacity_mask(experts: torch.Tensor, num_experts: int, capacity: int) -> torch.Tensor:
@@ -94,10 +94,10 @@ def route(
     num_experts = router.out_features
     if not 1 <= k <= num_experts:
         raise ValueError(f"top-k must be in 1..{num_experts}, got {k}")
-    probs = F.softmax(router(x), dim=-1)
+    probs = F.softmax(router(x), dim=-1)  # Switch Eq. (1): p_i(x) = softmax(x W_r)_i
     gates, experts = probs.topk(k, dim=-1)
     if k > 1:
-        gates = gates / gates.sum(-1, keepdim=True)
+        gates = gates / gates.sum(-1, keepdim=True)  # GShard: top-2 gates renormalised
     capacity = expert_capacity(x.shape[0], num_experts, k, capacity_factor)
     kept = capacity_mask(experts, num_experts, capacity)
     return Routing(experts, gates, kept, probs, capacity)
@@ -111,9 +111,9 @@ def load_balancing_loss(probs: torch.Tensor, first_choice: torch.Tensor) -> torc
     gradient flows through ``P_i`` (mean probability of ``i``).
     """
     num_experts = probs.shape[-1]
-    f = F.one_hot(first_choice, num_experts).float().mean(0)
-    p = probs.mean(0)
-    return num_experts * (f * p).sum()
+    f = F.one_hot(first_choice, num_experts).float().mean(0)  # Switch Eq. (5): f_i
+    p = probs.mean(0)  # Switch Eq. (6): P_i
+    return num_experts * (f * p).sum()  # Switch Eq. (4), without alpha
 
 
 class MoEFeedForward(nn.Module):
@@ -151,6 +151,7 @@ class MoEFeedForward(nn.Module):
             token_idx, choice = torch.nonzero((r.experts == e) & r.kept, as_tuple=True)
             if token_idx.numel() == 0:
                 continue
+            # Switch Eq. (2): y = sum over chosen, kept experts of g_e FFN_e(x)
             y = expert(tokens[token_idx]) * r.gates[token_idx, choice, None]
             out = out.index_add(0, token_idx, y)
         return out.reshape(shape)

@@ -5,8 +5,10 @@ MoE spend the same FLOPs per token (plus the router's ``d x E``), and the timest
 exactly the same; the MoE holds ``num_experts`` FFNs per block, the timestep model two. Trained
 with the zoo's epsilon objective (:func:`reference.zoo.specs._diffusion_batch_loss`: label
 dropout, cosine schedule), EMA weights saved; the MoE adds ``ALPHA`` times the load-balancing
-loss. Until registered in :data:`reference.zoo.specs.SPECS`, train with
-``python -m reference.mixture_of_experts --train-zoo`` (the zoo's own ``train_one``).
+loss. The registry (:mod:`reference.registry`) names this module as a zoo plugin, so the zoo
+merges :data:`ZOO_SPECS` into :data:`reference.zoo.specs.SPECS`: train them with
+``python scripts/train_zoo.py --only moe_dense,moe_sparse,moe_timestep`` and load them with
+``reference.zoo.load(name)``.
 """
 
 from __future__ import annotations
@@ -76,39 +78,20 @@ ZOO_SPECS: dict[str, ZooSpec] = {
     )
     for name, config in CONFIGS.items()
 }
-"""Zoo entries of this technique (to be registered in :data:`reference.zoo.specs.SPECS`)."""
+"""Zoo entries of this technique (merged into :data:`reference.zoo.specs.SPECS` by the zoo)."""
 
 
 def load_moe_model(name: str) -> nn.Module:
-    """Load a trained model of :data:`ZOO_SPECS` (``reference.zoo.load`` once registered)."""
-    from reference import zoo
+    """Load a trained model of :data:`ZOO_SPECS` from the zoo (sha-verified and recorded for the
+    result's provenance by :func:`reference.zoo.store.verified_weights`).
+
+    Equivalent to ``reference.zoo.load(name)``, without merging every other zoo plugin first.
+    """
     from reference.zoo.store import ZooError, load_state_dict, verified_weights
 
-    if name in zoo.SPECS:
-        return zoo.load(name)
     if name not in ZOO_SPECS:
         raise ZooError(f"unknown MoE zoo model {name!r}; known: {', '.join(ZOO_SPECS)}")
     entry, path = verified_weights(name)
-    model = build(entry["config"])
+    model = ZOO_SPECS[name].build_model(entry["config"])
     model.load_state_dict(load_state_dict(path))
     return model.eval()
-
-
-def train_zoo_models(names: list[str] | None = None, steps: int | None = None) -> None:
-    """Train the MoE zoo models with the zoo's own trainer (weights + manifest entries)."""
-    import sys
-
-    from reference.zoo.cli import DEFAULT_CACHE, train_one
-    from reference.zoo.store import ZOO_DIR
-
-    for name in names or list(ZOO_SPECS):
-        train_one(
-            ZOO_SPECS[name],
-            zoo_dir=ZOO_DIR,
-            cache_dir=DEFAULT_CACHE,
-            steps=steps,
-            threads=1,
-            checkpoint_every=200,
-            progress=True,
-            command=" ".join(["python", "-m", "reference.mixture_of_experts", *sys.argv[1:]]),
-        )
