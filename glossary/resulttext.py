@@ -37,6 +37,9 @@ LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "reference"
 SHARED_DOMAIN = "results"
 LANGS = ("es", "ru", "en")
+MIN_GROUPING_DIGITS = {"es": 2, "ru": 1, "en": 1}
+"""CLDR's ``minimumGroupingDigits`` (Babel does not apply it): Spanish writes 1318,5 but
+12.318,5, so that a four-digit number is not read as a decimal."""
 PLACEHOLDER = re.compile(r"%\((?P<name>[a-z_][a-z0-9_]*)\)(?P<spec>\.\d+[fg]|[sdfg])")
 
 
@@ -84,21 +87,22 @@ def _lookup(msgid: str, domains: Iterable[str], lang: str, n: Any) -> str | None
 
 def format_number(value: float, lang: str, spec: str = ".3g") -> str:
     """``value`` with the locale's digits, separators and minus sign (Babel)."""
+    from math import floor, log10
+
     from babel.numbers import format_decimal
 
+    grouped = abs(value) >= 10 ** (2 + MIN_GROUPING_DIGITS.get(lang, 1))
     if spec == "d":
-        return format_decimal(round(value), locale=lang)
+        return format_decimal(round(value), locale=lang, group_separator=grouped)
     digits = int(spec[1:-1]) if len(spec) > 1 and spec[0] == "." else (3 if spec == "g" else 2)
     if spec[-1] == "g":
         if value == 0:
             return format_decimal(0, locale=lang)
-        from math import floor, log10
-
         decimals = max(0, digits - 1 - floor(log10(abs(value))))
-        value = round(value, decimals)
-        return format_decimal(value, format="#,##0." + "#" * decimals, locale=lang)
+        pattern = "#,##0." + "#" * decimals if decimals else "#,##0"
+        return format_decimal(round(value, decimals), pattern, lang, group_separator=grouped)
     pattern = "#,##0." + "0" * digits if digits else "#,##0"
-    return format_decimal(value, format=pattern, locale=lang)
+    return format_decimal(value, format=pattern, locale=lang, group_separator=grouped)
 
 
 def fill(template: str, params: Mapping[str, Any], lang: str) -> str:

@@ -45,8 +45,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from glossary import siteresults
 from glossary.model import Entry, Glossary, Source
 from glossary.schema import CATEGORIES, LANGS
+from glossary.siteresults import Results
 
 RESULTS_ENV = "GLOSSARY_RESULTS_DIR"
 ENTRIES_ENV = "GLOSSARY_ENTRIES_DIR"
@@ -243,59 +245,18 @@ def translator(lang: str) -> Translate:
 # Results
 
 
-@dataclass
-class Results:
-    """The benchmark results that exist, keyed by technique slug."""
-
-    directory: Path
-    by_slug: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
 def results_dir() -> Path:
     """The results directory: ``$GLOSSARY_RESULTS_DIR`` or ``reference/results``."""
     override = os.environ.get(RESULTS_ENV)
     return Path(override).resolve() if override else DEFAULT_RESULTS_DIR
 
 
-def _schema_problems(data: Any) -> list[str]:
-    """Problems of a result against the harness's schema (its validator is the one truth)."""
-    try:
-        from reference.harness.results import validate_result
-    except ImportError:  # the reference package is not installed: check the essentials
-        if not isinstance(data, dict):
-            return ["a result file holds one JSON object"]
-        return [
-            f"{key}: missing" for key in ("schema_version", "metrics", "rows") if key not in data
-        ]
-    return validate_result(data)
-
-
-def _check_result(data: Any, path: Path) -> dict[str, Any]:
-    problems = _schema_problems(data)
-    if isinstance(data, dict) and data.get("slug") != path.stem:
-        problems.append(f"slug: {data.get('slug')!r} does not match the file name")
-    if isinstance(data, dict):
-        for name in data.get("figures") or []:
-            if not isinstance(name, str) or posixpath.basename(name) != name or name in ("", ".."):
-                problems.append(f"figures: {name!r} must be a plain file name")
-    if problems:
-        raise SiteGenError(f"{path}: " + "; ".join(problems))
-    assert isinstance(data, dict)
-    return data
-
-
 def load_results(directory: Path) -> Results:
-    """Read every ``<slug>.json`` in ``directory`` (missing directory: no results)."""
-    results = Results(directory)
-    if not directory.is_dir():
-        return results
-    for path in sorted(directory.glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SiteGenError(f"{path}: cannot read result: {exc}") from None
-        results.by_slug[path.stem] = _check_result(data, path)
-    return results
+    """Read every ``<slug>.json`` in ``directory`` through the shared result schema."""
+    try:
+        return siteresults.load_results(directory)
+    except siteresults.ResultError as exc:
+        raise SiteGenError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,7 +346,7 @@ def _run_it(entry: Entry, _: Translate) -> list[str]:
         _("Run the reference implementation's demonstration from the repository root:"),
         "",
         "```sh",
-        entry.reference.command,
+        f".venv/bin/python -m {entry.reference.module}",
         "```",
         "",
         _("Add `--help` for its options and `--bench` for the full benchmark."),
@@ -404,160 +365,15 @@ def _api(entry: Entry, _: Translate, ctx: Context) -> list[str]:
     return lines
 
 
-def _metric_header(key: str, meta: dict[str, Any], _: Translate) -> str:
-    label = escape_text(str(meta.get("label") or key))
-    unit = meta.get("unit") or ""
-    arrow = {"lower": " ↓", "higher": " ↑"}.get(str(meta.get("better")), "")
-    return f"{label} ({escape_text(str(unit))}){arrow}" if unit else f"{label}{arrow}"
-
-
-def _cell(row: dict[str, Any], key: str, lang: str) -> str:
-    values = row.get("values") or {}
-    spread = row.get("spread") or {}
-    if key not in values or values[key] is None:
-        return "—"
-    text = format_number(values[key], lang)
-    if key in spread and spread[key] is not None:
-        text += " ± " + format_number(spread[key], lang)
-    return text
-
-
-def benchmark_table(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
-    """The rows of a result as a Markdown table, one column per metric, with units."""
-    metrics: dict[str, dict[str, Any]] = result["metrics"]
-    role_names = {
-        "baseline": _("baseline"),
-        "technique": _("technique"),
-        "control": _("control"),
-        "reference": _("reference"),
-    }
-    header = [_("Configuration"), _("Role")] + [_metric_header(k, m, _) for k, m in metrics.items()]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * len(metrics)]
-    for row in result["rows"]:
-        role = str(row.get("role", ""))
-        cells = [escape_text(str(row.get("name", ""))), role_names.get(role, escape_text(role))]
-        cells += [_cell(row, key, lang) for key in metrics]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", _("↓ lower is better, ↑ higher is better; ± is the interquartile range.")]
-    return [*lines, ""]
-
-
-def _headline_line(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
-    head = result.get("headline") or {}
-    parts = []
-    if head.get("speedup") is not None:
-        text = _("speedup") + f" **{format_number(head['speedup'], lang)}×**"
-        if head.get("speedup_limit") is not None:
-            text += " (" + _("limit") + f" {format_number(head['speedup_limit'], lang)}×)"
-        parts.append(text)
-    if head.get("memory_ratio") is not None:
-        parts.append(_("memory ratio") + f" **{format_number(head['memory_ratio'], lang)}**")
-    if head.get("quality_ratio") is not None:
-        metric = str(head.get("quality_metric") or "").replace("`", "")
-        text = _("quality ratio") + f" **{format_number(head['quality_ratio'], lang)}**"
-        parts.append(text + (f" (`{metric}`)" if metric else ""))
-    return [_("Headline:") + " " + " · ".join(parts), ""] if parts else []
-
-
-def _aims(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
-    aims = result.get("aims") or []
-    if not aims:
-        return []
-    lines = [
-        heading(3, _("Aims"), "aims"),
-        "",
-        table_row([_("Aim"), _("Measured"), _("Target"), _("Result")]),
-        "|---|---:|---:|---|",
-    ]
-    symbols = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
-    for aim in aims:
-        comparison = symbols.get(str(aim.get("comparison", "")), "")
-        target = aim.get("target")
-        target_text = (
-            f"{comparison} {format_number(target, lang)}".strip() if target is not None else "—"
-        )
-        measured = aim.get("measured")
-        met = "✓ " + _("met") if aim.get("met") else "✗ " + _("not met")
-        lines.append(
-            f"| {escape_text(str(aim.get('text', '')))} | "
-            f"{format_number(measured, lang) if measured is not None else '—'} | "
-            f"{escape_text(target_text)} | {met} |"
-        )
-    return [*lines, ""]
-
-
-def _figures(result: dict[str, Any], entry: Entry, lang: str, _: Translate) -> list[str]:
-    lines = []
-    for i, name in enumerate(result.get("figures") or [], start=1):
-        alt = _("Figure") + f" {i}: {entry.term(lang)}"
-        lines += [f"![{escape_text(alt)}](../../{FIGURES_DIR}/{name})", ""]
-    return lines
-
-
-def _provenance(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
-    """Where the figures come from: commit, versions, machine, threads, date, command."""
-    prov = result.get("provenance") or {}
-    if not prov:
-        return []
-    commit = str(prov.get("commit") or "?")[:12]
-    if prov.get("dirty"):
-        commit += " " + _("(uncommitted changes)")
-    versions = ", ".join(
-        f"{name} {prov[name]}" for name in ("python", "torch", "diffusers") if prov.get(name)
-    )
-    facts = [
-        _("commit") + f" {commit}",
-        versions,
-        str(prov.get("cpu") or ""),
-        str(prov.get("platform") or ""),
-        _("threads") + f": {prov['threads']}" if prov.get("threads") is not None else "",
-        format_date(str(prov["date"]), lang) if prov.get("date") else "",
-    ]
-    lines = [_("Provenance") + ": " + " · ".join(escape_text(f) for f in facts if f) + ".", ""]
-    command = str(prov.get("command") or "").replace("`", "")
-    if command:
-        lines += [_("Reproduce with") + f": `{command}`", ""]
-    return lines
-
-
-def _settings(result: dict[str, Any], lang: str, _: Translate) -> list[str]:
-    settings = result.get("settings") or {}
-    if not settings:
-        return []
-    items = []
-    for key, value in settings.items():
-        shown = format_number(value, lang) if isinstance(value, int | float) else str(value)
-        items.append(f"{escape_text(str(key))} = {escape_text(shown)}")
-    return [_("Settings") + ": " + "; ".join(items) + ".", ""]
-
-
 def benchmark_section(entry: Entry, lang: str, _: Translate, ctx: Context) -> list[str]:
-    """The measured results of a technique, or a plain statement that there are none."""
-    lines = [heading(2, _("Benchmark"), "benchmark"), ""]
-    result = ctx.results.by_slug.get(entry.slug)
-    if result is None:
-        return [*lines, _("No results yet: this technique has no measured results."), ""]
-    lines += [f"**{escape_text(str(result.get('title') or entry.term(lang)))}**", ""]
-    if result.get("quick"):
-        lines += [
-            admonition("warning", _("Quick configuration")),
-            "",
-            "    " + _("These figures come from the small --quick configuration used by tests."),
-            "",
-        ]
-    lines += _headline_line(result, lang, _)
-    lines += benchmark_table(result, lang, _)
-    lines += _aims(result, lang, _)
-    notes = [n for n in result.get("notes") or [] if isinstance(n, str) and n.strip()]
-    if notes:
-        lines += [heading(3, _("Notes"), "notes"), ""]
-        lines += [f"- {escape_markdown(' '.join(n.split()))}" for n in notes] + [""]
-    figures = _figures(result, entry, lang, _)
-    if figures:
-        lines += [heading(3, _("Figures"), "figures"), "", *figures]
-    lines += _settings(result, lang, _)
-    lines += _provenance(result, lang, _)
-    return lines
+    """The measured results of a technique (see :mod:`glossary.siteresults`)."""
+    return siteresults.benchmark_section(
+        entry.slug,
+        ctx.results.by_slug.get(entry.slug),
+        lang,
+        FIGURES_DIR,
+        f".venv/bin/glossary bench {entry.slug}",
+    )
 
 
 def term_page(entry: Entry, lang: str, ctx: Context) -> str:
@@ -720,29 +536,26 @@ def categories_index(lang: str, ctx: Context) -> str:
 
 
 def compare_page(lang: str, ctx: Context) -> str:
-    """The headline of every technique's result, side by side."""
+    """The headline of every technique's result, side by side, with intervals and aim states."""
+    from glossary.resulttext import ResultText
+
     _ = translator(lang)
+    text = ResultText("results", lang)
     lines = [
         "# " + _("Comparison of techniques"),
         "",
-        _(
-            "The headline of each technique's benchmark on this project's tiny models and CPU: "
-            "measured speedup over the baseline next to its analytic limit, memory and quality "
-            "relative to the baseline (lower is better for both). Open a technique for the full "
-            "table, the matched-cost control and the provenance."
-        ),
+        text.message("site.compare-intro"),
         "",
         table_row(
             [
                 _("Technique"),
-                _("Speedup"),
-                _("Limit"),
-                _("Memory ratio"),
-                _("Quality ratio"),
-                _("Aims met"),
+                text.message("site.speedup"),
+                text.message("site.limit"),
+                text.message("site.quality-ratio"),
+                text.message("site.aims"),
             ]
         ),
-        "|---|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---|",
     ]
     missing = []
     for entry in _sorted(ctx.glossary.techniques(), lang):
@@ -751,30 +564,11 @@ def compare_page(lang: str, ctx: Context) -> str:
         if result is None:
             missing.append(link)
             continue
-        head = result.get("headline") or {}
-
-        def num(key: str, suffix: str = "", head: dict[str, Any] = head) -> str:
-            value = head.get(key)
-            return format_number(value, lang) + suffix if value is not None else "—"
-
-        quality = num("quality_ratio")
-        if head.get("quality_metric") and head.get("quality_ratio") is not None:
-            quality += f" (`{str(head['quality_metric']).replace('`', '')}`)"
-        aims = result.get("aims") or []
-        met = f"{sum(1 for a in aims if a.get('met'))}/{len(aims)}" if aims else "—"
-        quick = " (" + _("quick") + ")" if result.get("quick") else ""
-        lines.append(
-            f"| {link}{quick} | {num('speedup', '×')} | {num('speedup_limit', '×')} | "
-            f"{num('memory_ratio')} | {quality} | {met} |"
-        )
+        lines.append(table_row([link, *siteresults.compare_cells(result, lang)]))
     lines.append("")
     if missing:
         lines += [_("No measured results yet") + ": " + ", ".join(missing) + ".", ""]
     return "\n".join(lines).rstrip() + "\n"
-
-
-# --------------------------------------------------------------------------------------------
-# Writing
 
 
 @dataclass
@@ -826,7 +620,8 @@ def pages(ctx: Context) -> dict[str, str]:
 def _copy_figures(ctx: Context, docs_dir: Path, report: Report) -> set[Path]:
     kept: set[Path] = set()
     for slug, result in sorted(ctx.results.by_slug.items()):
-        for name in result.get("figures") or []:
+        for figure in result["figures"]:
+            name = figure["file"]
             source = ctx.results.directory / name
             if not source.is_file():
                 report.problems.append(

@@ -1,173 +1,324 @@
-"""Result files: schema round trip, strict validation, provenance, staleness, the bench runner."""
+"""Result files (schema 2): validation, three-state aims, the anomaly flag, language-neutral text,
+provenance of every covered file and weight, and the staleness check on a tampered copy."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from glossary.resulttext import ResultText, fill, format_number, missing_messages
 from reference.harness import results as R
-from reference.harness import runner
+from reference.harness.provenance import REPO_ROOT, covered_files, file_digests, rel
+from reference.harness.schema import aim_state, validate_result
+from reference.registry import TECHNIQUES, get
 
-PLOTS = "reference/harness/plots.py"  # an existing repository file used as "technique source"
+SLUG = "feature-caching"
 
 
-def make_result(slug: str = "feature-caching", quick: bool = False) -> R.BenchmarkResult:
-    return R.BenchmarkResult(
-        slug=slug,
-        module=runner.TECHNIQUES.get(slug, "reference.harness.plots"),
-        title="A test result",
-        quick=quick,
-        settings={"batch": 8, "steps": 5, "threads": 2},
-        metrics=R.metrics("latency_ms", "fd_digits"),
-        rows=[
-            R.Row(
-                "baseline", "baseline", {"latency_ms": 10.0, "fd_digits": 3.0}, {"latency_ms": 1.0}
-            ),
-            R.Row("technique", "technique", {"latency_ms": 5.0, "fd_digits": 3.3}),
-            R.Row("control", "control", {"latency_ms": 5.0, "fd_digits": None}),
+def measurement(speedup: float = 1.5, limit: float = 1.7) -> R.Measurement:
+    rows = [
+        R.Row("base", {"method": "ddim", "steps": 50}, "baseline", {"speedup": 1.0}),
+        R.Row(
+            "dc3",
+            {"method": "deepcache", "interval": 3, "branch": 1, "steps": 50},
+            "technique",
+            {"speedup": speedup},
+            intervals={"speedup": (speedup - 0.1, speedup + 0.1)},
+        ),
+    ]
+    return R.Measurement(
+        settings={"steps": 50, "scheduler": "ddim"},
+        metrics=R.metrics("speedup"),
+        rows=rows,
+        headline=R.Headline("dc3", speedup=speedup, speedup_limit=limit, limit_kind="bound"),
+        aims=[
+            R.aim(
+                "speedup", speedup, 1.6, ">=", interval=(speedup - 0.1, speedup + 0.1), interval_n=3
+            )
         ],
-        headline=R.Headline(2.0, 2.5, None, 1.1, "fd_digits"),
-        aims=[R.aim(">= 1.5x faster", 2.0, 1.5, ">=")],
-        notes=["tiny"],
+        notes=[R.note("fdd-at-n", n=256, floor=5.4)],
         figures=[],
-        provenance=R.provenance([R.REPO_ROOT / PLOTS], command="pytest"),
     )
 
 
-def test_round_trip_through_json_is_exact(tmp_path: Path) -> None:
-    result = make_result()
-    path = R.write_result(result, tmp_path)
-    assert path == tmp_path / "feature-caching.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    assert list(data) == [
-        "schema_version", "slug", "module", "title", "quick", "settings", "metrics", "rows",
-        "headline", "aims", "notes", "figures", "provenance",
-    ]  # fmt: skip
-    assert "spread" not in data["rows"][1]
-    again = R.read_result(path)
-    assert again == result
-    assert again.to_dict() == data
+def result(**kwargs: Any) -> R.BenchmarkResult:
+    technique = get(SLUG)
+    prov = {
+        "commit": "0" * 40,
+        "dirty": False,
+        "files": file_digests(covered_files(technique)),
+        "weights": {},
+        "data": {"dataset": "digits", "split": "fixed", "sha256": "a" * 64},
+        "versions": {"python": "3.11", "torch": "2.13.0"},
+        "platform": "linux",
+        "cpu": "test",
+        "threads": 2,
+        "load_average": {"start": [0.1, 0.1, 0.1], "end": [0.2, 0.2, 0.2]},
+        "date": "2026-12-01T00:00:00Z",
+        "command": "pytest",
+    }
+    return R.BenchmarkResult(
+        slug=SLUG,
+        module=technique.package,
+        standard=True,
+        quick=False,
+        options={},
+        measurement=kwargs.get("m", measurement()),
+        provenance=prov,
+    )
 
 
-def test_provenance_records_sources_and_environment() -> None:
-    prov = make_result().provenance
-    assert list(prov.source_sha256) == [PLOTS]
-    assert prov.source_sha256[PLOTS] == R.sha256_file(R.REPO_ROOT / PLOTS)
-    assert prov.command == "pytest" and prov.threads >= 1
-    assert prov.date.endswith("Z") and len(prov.commit) in (40, len("unknown"))
+# ------------------------------------------------------------------------------ aim states
 
 
 @pytest.mark.parametrize(
-    ("mutate", "message"),
+    ("comparison", "target", "measured", "interval", "state"),
     [
-        (lambda d: d.pop("title"), "result: missing key 'title'"),
-        (lambda d: d.update(extra=1), "result: unknown key 'extra'"),
-        (lambda d: d.update(schema_version=2), "schema_version: must be 1"),
-        (lambda d: d.update(slug="Feature Caching"), "slug:"),
-        (lambda d: d["rows"][0].update(role="winner"), "rows[0].role"),
-        (lambda d: d["rows"][0]["values"].update(speed=1.0), "rows[0].values.speed: not declared"),
-        (lambda d: d["rows"][0]["spread"].update(latency_ms=None), "rows[0].spread.latency_ms"),
-        (lambda d: d.update(rows=d["rows"][1:]), "needs at least one 'baseline' row"),
-        (lambda d: d["metrics"]["fd_digits"].update(better="smaller"), "better"),
-        (lambda d: d["headline"].update(quality_metric="psnr"), "headline.quality_metric"),
-        (lambda d: d["aims"][0].update(met=False), "aims[0].met: contradicts"),
-        (lambda d: d.update(figures=["../x.png"]), "figures:"),
-        (lambda d: d["provenance"].update(threads="2"), "provenance.threads"),
-        (lambda d: d["provenance"]["source_sha256"].update(x="abc"), "sha256 hex"),
+        (">=", 1.5, 1.8, (1.6, 2.0), "met"),
+        (">=", 1.5, 1.4, (1.2, 1.45), "missed"),
+        (">=", 1.5, 1.6, (1.4, 1.8), "inconclusive"),
+        ("<=", 1.1, 1.0, (0.9, 1.05), "met"),
+        ("<=", 1.1, 1.3, (1.2, 1.4), "missed"),
+        ("<", 1.0, 0.99, (0.9, 1.1), "inconclusive"),
+        (">=", 1.5, 1.6, None, "met"),
+        (">=", 1.5, 1.4, None, "missed"),
+        (">=", 1.5, None, None, "inconclusive"),
+        (">", 1.0, 1.0, (1.0, 1.2), "inconclusive"),  # an end on the target is not "beyond" it
     ],
 )
-def test_validator_rejects_each_schema_violation(mutate, message: str) -> None:
-    data = make_result().to_dict()
-    assert R.validate_result(data) == []
-    mutate(data)
-    problems = R.validate_result(data)
-    assert any(message in p for p in problems), problems
-    with pytest.raises(ValueError):
-        R.BenchmarkResult.from_dict(data)
-
-
-def test_nan_is_rejected_before_writing(tmp_path: Path) -> None:
-    result = make_result()
-    result.rows[0].values["fd_digits"] = float("nan")
-    with pytest.raises(ValueError, match="finite number"):
-        R.write_result(result, tmp_path)
-    assert not list(tmp_path.iterdir())
-
-
-def test_check_results_reports_missing_stale_and_quick(tmp_path: Path) -> None:
-    registry = {"fake-technique": "reference.harness.plots", "later": "reference.not_written_yet"}
-    problems = R.check_results(registry, tmp_path)
-    assert problems == [
-        "fake-technique: "
-        f"{tmp_path / 'fake-technique.json'} is missing; run: glossary bench fake-technique"
-    ]
-    good = make_result("fake-technique")
-    R.write_result(good, tmp_path)
-    assert R.check_results(registry, tmp_path) == []
-
-    stale = make_result("fake-technique")
-    stale.provenance.source_sha256[PLOTS] = "0" * 64
-    R.write_result(stale, tmp_path)
-    (line,) = R.check_results(registry, tmp_path)
-    assert line.startswith(f"fake-technique: stale result: {PLOTS} changed")
-
-    R.write_result(make_result("fake-technique", quick=True), tmp_path)
-    assert any("--quick" in p for p in R.check_results(registry, tmp_path))
-
-
-def test_runner_rejects_an_unknown_technique(capsys: pytest.CaptureFixture[str]) -> None:
-    assert runner.main(["no-such-technique"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "unknown technique 'no-such-technique'" in err[0]
-
-
-def test_runner_runs_a_benchmark_and_writes_quick_results_elsewhere(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_aim_states_are_judged_on_the_interval(
+    comparison: str, target: float, measured: float | None, interval: Any, state: str
 ) -> None:
-    source = tmp_path / "fake_bench.py"
-    source.write_text(
-        "def benchmark(quick):\n"
-        "    result = make_result('fake-technique', quick=quick)\n"
-        "    result.module = __name__\n"
-        "    return result\n",
-        encoding="utf-8",
+    assert aim_state(comparison, target, measured, interval) == state
+    assert R.aim("x", measured, target, comparison, interval=interval).state == state  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ schema
+
+
+def test_a_result_validates_and_is_language_neutral() -> None:
+    data = result().to_dict()
+    assert validate_result(data) == []
+    assert missing_messages(data) == []
+    strings = [v for v in _leaves(data) if isinstance(v, str)]
+    prose = [s for s in strings if " " in s and s not in (data["provenance"]["cpu"],)]
+    assert all(s in _provenance_strings(data) for s in prose)
+
+
+def _leaves(obj: Any) -> list[Any]:
+    if isinstance(obj, dict):
+        return [x for v in obj.values() for x in _leaves(v)]
+    if isinstance(obj, list):
+        return [x for v in obj for x in _leaves(v)]
+    return [obj]
+
+
+def _provenance_strings(data: dict[str, Any]) -> set[str]:
+    return {v for v in _leaves(data["provenance"]) if isinstance(v, str)}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (("notes", 0, "id"), "Skipped FLOPs were 63%", "notes[0].id"),
+        (("rows", 1, "config", "method"), "DeepCache N=3", "rows[1].config.method"),
+        (("settings", "scheduler"), "DDIMScheduler with trailing spacing", "settings.scheduler"),
+        (("aims", 0, "state"), "met!", "aims[0].state"),
+        (("schema_version",), 1, "schema_version"),
+        (("rows", 0, "role"), "teacher", "rows[0].role"),
+    ],
+)
+def test_prose_and_unknown_values_are_refused(
+    path: tuple[Any, ...], value: Any, expected: str
+) -> None:
+    data = result().to_dict()
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    problems = validate_result(data)
+    assert problems and any(p.startswith(expected) for p in problems), problems
+
+
+def test_cross_checks_catch_inconsistent_results() -> None:
+    data = result().to_dict()
+    data["aims"][0]["state"] = "missed"
+    data["rows"][1]["values"]["fd_digits"] = 3.0
+    data["headline"]["row"] = "nope"
+    problems = validate_result(data)
+    assert any("aims[0].state" in p for p in problems)
+    assert any("fd_digits: not declared" in p for p in problems)
+    assert any("headline.row" in p for p in problems)
+
+
+def test_a_speedup_above_its_bound_is_flagged_and_an_estimate_is_not() -> None:
+    flagged = result(m=measurement(speedup=1.9, limit=1.7)).to_dict()
+    assert [a["id"] for a in flagged["anomalies"]] == ["speedup-above-limit"]
+    assert validate_result(flagged) == []
+    flagged["anomalies"] = []
+    assert any("not flagged" in p for p in validate_result(flagged))
+    m = measurement(speedup=1.9, limit=1.7)
+    m.headline.limit_kind = "estimate"  # type: ignore[union-attr]
+    assert result(m=m).to_dict()["anomalies"] == []
+
+
+def test_write_refuses_an_id_without_a_message(tmp_path: Path) -> None:
+    m = measurement()
+    m.notes.append(R.note("no-such-note", x=1))
+    with pytest.raises(ValueError, match="no-such-note"):
+        R.write_result(result(m=m), tmp_path)
+    assert not (tmp_path / f"{SLUG}.json").exists()
+    path = R.write_result(result(), tmp_path)
+    assert R.read_result(path) == json.loads(path.read_text(encoding="utf-8"))
+
+
+# ------------------------------------------------------------------------------ text
+
+
+def test_messages_render_in_each_language_with_locale_numbers() -> None:
+    data = result().to_dict()
+    rows = {
+        lang: ResultText(SLUG, lang).config(data["rows"][1]["config"])
+        for lang in ("es", "ru", "en")
+    }
+    assert rows["en"].startswith("DeepCache N=3") and "rama" in rows["es"] and "ветвь" in rows["ru"]
+    assert format_number(1318.5, "en", ".1f") == "1,318.5"
+    assert format_number(1318.5, "es", ".1f") == "1318,5"  # CLDR: no grouping below 10 000 in es
+    assert format_number(1318.5, "ru", ".1f").replace("\u00a0", " ") == "1 318,5"
+    assert fill("%(x).2f of %(n)d (%(name)s)", {"x": 0.126, "n": 3, "name": "ddim"}, "ru") == (
+        "0,13 of 3 (ddim)"
     )
-    spec = importlib.util.spec_from_file_location("reference._fake_bench", source)
-    module = importlib.util.module_from_spec(spec)
-    module.make_result = make_result
-    spec.loader.exec_module(module)
-    monkeypatch.setitem(sys.modules, "reference._fake_bench", module)
-    monkeypatch.setattr(runner, "TECHNIQUES", {"fake-technique": "reference._fake_bench"})
-    out = tmp_path / "out"
-    monkeypatch.setenv(R.OUT_ENV, str(out))
-    assert runner.main(["--quick"]) == 0
-    written = R.read_result(out / "fake-technique.json")
-    assert written.quick is True and written.module == "reference._fake_bench"
-    table = capsys.readouterr().out
-    assert "fake-technique" in table and "2.00x / 2.50x" in table and "1/1" in table
-    # --check only looks at committed results: a quick run never satisfies it
-    monkeypatch.delenv(R.OUT_ENV)
-    monkeypatch.setattr(R, "RESULTS_DIR", tmp_path / "committed")
-    assert runner.main(["--check"]) == 1
-    assert "is missing" in capsys.readouterr().err
 
 
-def test_output_dir_keeps_quick_results_away_from_committed_ones(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv(R.OUT_ENV, raising=False)
-    assert R.output_dir(False) == R.RESULTS_DIR
-    assert R.output_dir(True) != R.RESULTS_DIR
+def test_missing_parameters_are_reported() -> None:
+    data = result().to_dict()
+    data["notes"][0]["params"] = {"n": 256}
+    assert any("needs parameter(s) floor" in p for p in missing_messages(data))
 
 
-def test_every_public_harness_name_resolves() -> None:
-    import reference.harness as harness
+# ------------------------------------------------------------------------------ provenance
 
-    for name in harness.__all__:
-        assert getattr(harness, name) is not None, name
-    with pytest.raises(AttributeError):
-        _ = harness.no_such_name
+
+def test_covered_files_are_the_package_and_the_shared_layers() -> None:
+    files = {rel(p) for p in covered_files(get(SLUG))}
+    assert "reference/feature_caching/deepcache.py" in files
+    assert "reference/harness/quality.py" in files and "reference/harness/cost.py" in files
+    assert "reference/zoo/specs.py" in files and "reference/data.py" in files
+    assert "reference/registry.py" in files
+    assert not any("/locale/" in f or f.endswith((".safetensors", ".png", ".pyc")) for f in files)
+    assert not any(f.startswith("reference/pruning/") for f in files)
+
+
+def _copy_repository(tmp_path: Path) -> Path:
+    """reference/ (code, results; only the teacher's weights) and glossary/ in a fresh folder."""
+    root = tmp_path / "repo"
+    skip = shutil.ignore_patterns("__pycache__", "*.safetensors", "*.png", ".staging-*")
+    shutil.copytree(REPO_ROOT / "reference", root / "reference", ignore=skip)
+    shutil.copytree(REPO_ROOT / "glossary", root / "glossary", ignore=skip)
+    teacher = Path("reference/zoo/weights/teacher.safetensors")
+    shutil.copy2(REPO_ROOT / teacher, root / teacher)
+    return root
+
+
+def _write_results(root: Path) -> list[str]:
+    """A standard result for every technique of the copy, half of them loading the teacher."""
+    code = (
+        "import json, sys\n"
+        "from reference.registry import TECHNIQUES\n"
+        "from reference.harness.provenance import covered_files, file_digests, sha256_file, rel\n"
+        "from reference.harness.provenance import REPO_ROOT\n"
+        "template = json.loads(sys.stdin.read())\n"
+        "teacher = REPO_ROOT / 'reference/zoo/weights/teacher.safetensors'\n"
+        "for i, t in enumerate(TECHNIQUES):\n"
+        "    data = dict(template, slug=t.slug, module=t.package)\n"
+        "    data['provenance'] = dict(template['provenance'], files=file_digests(covered_files(t)),\n"
+        "        weights={rel(teacher): sha256_file(teacher)} if i % 2 == 0 else {})\n"
+        "    (REPO_ROOT / 'reference/results' / f'{t.slug}.json').write_text(json.dumps(data))\n"
+    )
+    for old in (root / "reference" / "results").iterdir():
+        old.unlink()
+    template = result().to_dict()
+    subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(template),
+        text=True,
+        check=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    return [t.slug for i, t in enumerate(TECHNIQUES) if i % 2 == 0]
+
+
+def _check(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reference.harness.runner", "--check"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+
+
+@pytest.mark.slow
+def test_check_catches_every_tampering_on_a_copy(tmp_path: Path) -> None:
+    root = _copy_repository(tmp_path)
+    with_teacher = _write_results(root)
+    clean = _check(root)
+    assert clean.returncode == 0, clean.stderr
+    assert "15 result(s) checked, 0 problem(s)" in clean.stdout
+
+    quality = root / "reference" / "harness" / "quality.py"
+    original = quality.read_text(encoding="utf-8")
+    quality.write_text(original.replace("return float(", "return 2 * float(", 1), encoding="utf-8")
+    harness = _check(root)
+    stale = [
+        ln for ln in harness.stderr.splitlines() if "reference/harness/quality.py changed" in ln
+    ]
+    assert harness.returncode == 1 and len(stale) == len(TECHNIQUES)
+    quality.write_text(original, encoding="utf-8")
+
+    weights = root / "reference" / "zoo" / "weights" / "teacher.safetensors"
+    pristine = weights.read_bytes()
+    data = bytearray(pristine)
+    data[len(data) // 2] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    flipped = _check(root)
+    named = {
+        ln.split(".json")[0].rsplit("/", 1)[-1]
+        for ln in flipped.stderr.splitlines()
+        if "weight file reference/zoo/weights/teacher.safetensors changed" in ln
+    }
+    assert flipped.returncode == 1 and named == set(with_teacher)
+    weights.write_bytes(pristine)
+    assert _check(root).returncode == 0
+
+    new_file = root / "reference" / "harness" / "extra.py"
+    new_file.write_text("X = 1\n", encoding="utf-8")
+    added = _check(root)
+    assert added.returncode == 1 and "reference/harness/extra.py was added" in added.stderr
+    new_file.unlink()
+
+    path = root / "reference" / "results" / f"{TECHNIQUES[1].slug}.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["provenance"]["dirty"] = True
+    record["standard"] = False
+    path.write_text(json.dumps(record), encoding="utf-8")
+    bad = _check(root)
+    assert "dirty: true" in bad.stderr and "not the standard run" in bad.stderr
+    path.unlink()
+    assert f"{TECHNIQUES[1].slug}.json: missing" in _check(root).stderr
+
+
+def test_glossary_bench_rejects_unknown_techniques(capsys: pytest.CaptureFixture[str]) -> None:
+    from reference.harness import runner
+
+    assert runner.main(["no-such-technique"]) == 2
+    assert "unknown technique 'no-such-technique'" in capsys.readouterr().err
+    assert [t.slug for t in TECHNIQUES][0] == "pruning"

@@ -1,0 +1,180 @@
+"""The technique contract, checked once over the registry (reference/registry.py).
+
+Every registered technique: its glossary entry names the registry's package; the package has the
+contract's parts (teaching ``__init__``, ``bench.py`` with ``Config``/``FULL``/``QUICK``/
+``OPTIONS``/``benchmark``/``demo``, the two-line ``__main__``, catalogs in es/ru/en); ``--help``
+works; a quick benchmark writes a result that validates against the schema and the catalogs and
+is marked non-standard; no run with a changed option can write the committed result.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from glossary.loader import load_glossary
+from glossary.resulttext import LANGS, catalog_path, missing_messages
+from reference.harness.schema import validate_result
+from reference.registry import REFERENCE_DIR, TECHNIQUES, Technique, package_of
+
+ROOT = REFERENCE_DIR.parent
+MAIN_CODE = ["from reference.harness.cli import main", "main(__package__)"]
+MAX_CORE_LINES = 330
+"""The technique's own files (not bench.py) stay readable in one sitting: ~300 lines each."""
+
+ids = [t.slug for t in TECHNIQUES]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "LANG": "C.UTF-8"}
+
+
+def test_registry_names_follow_one_rule() -> None:
+    assert len({t.slug for t in TECHNIQUES}) == len(TECHNIQUES) == 15
+    for t in TECHNIQUES:
+        assert t.package == package_of(t.slug) == "reference." + t.slug.replace("-", "_")
+
+
+def test_entries_and_registry_agree() -> None:
+    glossary = load_glossary()
+    registered = {t.slug: t.package for t in TECHNIQUES}
+    implemented = {
+        e.slug: e.reference.module
+        for e in glossary.techniques()
+        if e.reference is not None and e.reference.implemented
+    }
+    assert implemented == registered
+
+
+@pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
+def test_package_has_the_contract_parts(technique: Technique) -> None:
+    folder = technique.directory
+    for name in ("__init__.py", "bench.py", "__main__.py"):
+        assert (folder / name).is_file(), f"{folder / name} is missing"
+    main = ast.parse((folder / "__main__.py").read_text(encoding="utf-8"))
+    code = [ast.unparse(node) for node in main.body if not isinstance(node, ast.Expr)]
+    assert code == MAIN_CODE
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
+    assert doc and len(doc.splitlines()) >= 20, "the package docstring teaches the technique"
+    for lang in LANGS:
+        assert catalog_path(technique.slug, lang).is_file()
+
+
+@pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
+def test_technique_files_stay_small(technique: Technique) -> None:
+    too_long = {
+        p.name: n
+        for p in technique.directory.glob("*.py")
+        if p.name != "bench.py"
+        and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_CORE_LINES
+    }
+    assert too_long == {}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
+def test_bench_module_declares_the_contract(technique: Technique) -> None:
+    from reference.harness.cli import contract
+
+    bench = contract(technique)
+    assert dataclasses.is_dataclass(bench.FULL) and bench.FULL.__dataclass_params__.frozen
+    bench.FULL.validate()
+    bench.QUICK.validate()
+    fields = {f.name for f in dataclasses.fields(bench.Config)}
+    assert {o.name for o in bench.OPTIONS} <= fields
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
+def test_an_option_never_targets_the_committed_result(technique: Technique, tmp_path: Path) -> None:
+    from reference.harness.cli import contract, plan
+
+    bench = contract(technique)
+    standard = plan(
+        technique, bench, run_bench=True, quick=False, threads=None, out=None, overrides={}
+    )
+    assert standard.standard and standard.out == REFERENCE_DIR / "results"
+    for option in bench.OPTIONS:
+        value = getattr(bench.FULL, option.name)
+        changed = value + 1 if isinstance(value, int) and not isinstance(value, bool) else None
+        if changed is None:
+            continue
+        try:
+            p = plan(
+                technique,
+                bench,
+                run_bench=True,
+                quick=False,
+                threads=None,
+                out=None,
+                overrides={option.name: changed},
+            )
+        except ValueError:
+            continue  # an invalid value is refused before any work: also fine
+        assert not p.standard and p.out != REFERENCE_DIR / "results"
+        assert p.options == {option.name: changed}
+    for kwargs in (
+        {"quick": True, "threads": None, "out": None},
+        {"quick": False, "threads": 1, "out": None},
+        {"quick": False, "threads": None, "out": tmp_path},
+    ):
+        p = plan(technique, bench, run_bench=True, overrides={}, **kwargs)
+        assert not p.standard and p.out != REFERENCE_DIR / "results"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
+def test_help_and_bad_arguments(technique: Technique) -> None:
+    cmd = [sys.executable, "-m", technique.package]
+    shown = subprocess.run([*cmd, "--help"], capture_output=True, text=True, env=_env(), cwd=ROOT)
+    assert shown.returncode == 0, shown.stderr
+    assert "--bench" in shown.stdout and "--quick" in shown.stdout
+    bad = subprocess.run(
+        [*cmd, "--bench", "--threads", "0"], capture_output=True, text=True, env=_env(), cwd=ROOT
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.strip().count("\n") == 0 and "--threads" in bad.stderr
+
+
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
+def test_quick_benchmark_writes_a_valid_non_standard_result(
+    technique: Technique, tmp_path: Path
+) -> None:
+    committed = REFERENCE_DIR / "results" / f"{technique.slug}.json"
+    before = _digest(committed)
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-m", technique.package, "--quick", "--bench", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    data = json.loads((out / f"{technique.slug}.json").read_text(encoding="utf-8"))
+    assert validate_result(data) == []
+    for lang in LANGS:
+        assert missing_messages(data, lang) == []
+    assert data["standard"] is False and data["quick"] is True
+    assert data["module"] == technique.package
+    prov = data["provenance"]
+    covered = set(prov["files"])
+    assert any(f.startswith("reference/harness/") for f in covered)
+    assert any(f.startswith(f"reference/{technique.package.split('.')[1]}/") for f in covered)
+    for fig in data["figures"]:
+        assert (out / fig["file"]).is_file()
+    assert _digest(committed) == before
