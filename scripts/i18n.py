@@ -180,6 +180,13 @@ def _placeholders(text: object) -> set[str]:
     return {m["name"] for s in texts for m in PLACEHOLDER.finditer(str(s))}
 
 
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def result_catalog_problems() -> list[str]:
     """Every reason a result catalog is incomplete or inconsistent across languages."""
     from glossary.resulttext import catalog_path
@@ -190,7 +197,7 @@ def result_catalog_problems() -> list[str]:
         for lang in LANGS:
             path = catalog_path(domain, lang)
             if not path.is_file():
-                found.append(f"{path.relative_to(ROOT)} is missing")
+                found.append(f"{_shown(path)} is missing")
                 continue
             with path.open("rb") as fh:
                 catalog = read_po(fh, locale=lang, domain=domain)
@@ -201,10 +208,10 @@ def result_catalog_problems() -> list[str]:
                 key = m.id if isinstance(m.id, str) else m.id[0]
                 catalogs[lang][key] = m.string
                 if m.fuzzy or not complete(m, catalog):
-                    found.append(f"{path.relative_to(ROOT)}: untranslated or fuzzy {key!r}")
+                    found.append(f"{_shown(path)}: untranslated or fuzzy {key!r}")
         english = catalogs.get("en", {})
         for lang, messages in catalogs.items():
-            rel = catalog_path(domain, lang).relative_to(ROOT)
+            rel = _shown(catalog_path(domain, lang))
             for key in sorted(set(english) - set(messages)):
                 found.append(f"{rel}: missing message {key!r} (defined in English)")
             for key in sorted(set(messages) - set(english)):
