@@ -80,13 +80,18 @@ Stable Diffusion), SDXL-Lightning's progressive *adversarial* distillation (Lin 
 arXiv:2402.13929, models in diffusers with ``EulerDiscreteScheduler(timestep_spacing=
 "trailing")``), and consistency distillation (:mod:`reference.consistency_latent_diffusion`).
 
-Modules: :mod:`.core` (grids, DDIM step, target, loss, :class:`GridDDIMScheduler`),
-:mod:`.train` (zoo specs ``pd_student_8/4/2``), :mod:`.bench` (benchmark and CLI).
+Package ``reference/timestep_distillation/`` (was ``reference.progressive_distillation``):
+:mod:`reference.timestep_distillation.core` (grids, DDIM step, target, loss,
+:class:`GridDDIMScheduler`), :mod:`reference.timestep_distillation.train` (zoo specs
+``pd_student_8/4/2``), :mod:`reference.timestep_distillation.few_step` (what the benchmarks of
+this technique and of :mod:`reference.consistency_latent_diffusion` share) and
+:mod:`reference.timestep_distillation.bench` (configuration, benchmark, demo). Run it with
+``python -m reference.timestep_distillation`` (demo) or ``--bench`` (see ``--help``).
 """
 
 from __future__ import annotations
 
-from .bench import benchmark, load_student, main
+from .bench import load_student
 from .core import (
     BASE_STEPS,
     TERMINAL,
@@ -113,13 +118,11 @@ __all__ = [
     "GridDDIMScheduler",
     "TwoStepResult",
     "alpha_sigma",
-    "benchmark",
     "ddim_update",
     "distillation_loss",
     "eps_to_x0",
     "init_student",
     "load_student",
-    "main",
     "next_timestep",
     "student_x_hat",
     "timestep_grid",

@@ -1,5 +1,5 @@
-"""``python -m reference.timestep_distillation``: the demo / benchmark command line."""
+"""``python -m reference.timestep_distillation``: the shared technique command line."""
 
-from .bench import main
+from reference.harness.cli import main
 
-raise SystemExit(main())
+main(__package__)

@@ -8,15 +8,13 @@ where diffusers' DDIM lands after its last step (``set_alpha_to_one=True``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-EpsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-"""``eps_fn(z_t, t, labels) -> eps`` (the harness' denoiser protocol)."""
+from reference.harness.sampling import EpsFn
 
 TERMINAL = -1
 """Pseudo-timestep of clean data: ``alpha = 1``, ``sigma = 0`` (the end of every sampler)."""
@@ -75,7 +73,7 @@ def alpha_sigma(
 
 def eps_to_x0(z_t: torch.Tensor, eps: torch.Tensor, alpha: torch.Tensor, sigma: torch.Tensor):
     """``x_hat = (z_t - sigma eps) / alpha``: an epsilon prediction read as an x-prediction."""
-    return (z_t - sigma * eps) / alpha
+    return (z_t - sigma * eps) / alpha  # DDIM Eq. (12): predicted x0
 
 
 def ddim_update(
@@ -92,8 +90,8 @@ def ddim_update(
     model's unclipped prediction.
     """
     if clip is not None:
-        x_hat = x_hat.clamp(-clip, clip)
-    return alpha_s * x_hat + sigma_s * eps_hat
+        x_hat = x_hat.clamp(-clip, clip)  # diffusers' clip_sample (x only, not eps)
+    return alpha_s * x_hat + sigma_s * eps_hat  # DDIM Eq. (12), eta = 0: z_s from x0 and eps
 
 
 class GridDDIMScheduler:
@@ -201,6 +199,7 @@ def x_target(
     a_t, s_t = alpha_sigma(alphas_cumprod, t)
     a_n, s_n = alpha_sigma(alphas_cumprod, t_next)
     ratio = s_n / s_t
+    # Algorithm 2: x~ = (z'' - (sigma''/sigma_t) z_t) / (alpha'' - (sigma''/sigma_t) alpha_t)
     return (z_next - ratio * z_t) / (a_n - ratio * a_t)
 
 
@@ -230,7 +229,7 @@ def student_x_hat(
 
 def truncated_snr_weight(alpha: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
     """``max(SNR, 1) = max(alpha^2 / sigma^2, 1)``: the paper's weighting of the x-space loss."""
-    return torch.clamp(alpha**2 / sigma**2, min=1.0)
+    return torch.clamp(alpha**2 / sigma**2, min=1.0)  # Sec. 4: "truncated SNR" weighting
 
 
 def distillation_loss(
@@ -260,13 +259,13 @@ def distillation_loss(
     n = x0.shape[0]
     t = torch.tensor(grid)[torch.randint(len(grid), (n,))]
     a_t, s_t = alpha_sigma(alphas_cumprod, t)
-    z_t = a_t * x0 + s_t * torch.randn_like(x0)
+    z_t = a_t * x0 + s_t * torch.randn_like(x0)  # Algorithm 2: z_t = alpha_t x + sigma_t eps
     with torch.no_grad():
         two = two_ddim_steps(teacher_eps, z_t, t, labels, teacher_grid, alphas_cumprod, clip)
         target = x_target(z_t, two.z_next, t, two.t_next, alphas_cumprod)
     eps = student(z_t, t, class_labels=labels, return_dict=False)[0]
     x_hat = student_x_hat(z_t, eps, t, two.t_next, alphas_cumprod, clip)
-    per_sample = (target - x_hat).pow(2).flatten(1).mean(1)
+    per_sample = (target - x_hat).pow(2).flatten(1).mean(1)  # Algorithm 2: ||x~ - x_hat||^2
     if weighting == "truncated_snr":
         weight = truncated_snr_weight(a_t, s_t)
     elif weighting == "snr":
