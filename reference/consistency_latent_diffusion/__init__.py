@@ -70,13 +70,19 @@ pipeline with ``LCMScheduler`` and the LCM-LoRA adapter, Luo et al. 2023, arXiv:
 training script ``examples/consistency_distillation/train_lcm_distill_sd_wds.py``; the original
 pixel-space consistency models sample with ``CMStochasticIterativeScheduler``.
 
-Modules: :mod:`.core` (boundary conditions, grids, solver, loss, sampler), :mod:`.train` (zoo
-spec ``consistency_latent``), :mod:`.bench` (benchmark and CLI).
+Package ``reference/consistency_latent_diffusion/`` (was ``reference.consistency``):
+:mod:`reference.consistency_latent_diffusion.core` (boundary conditions, grids, solver, loss,
+sampler), :mod:`reference.consistency_latent_diffusion.schedulers` (diffusers' ``LCMScheduler``
+and the DPM-Solver++ control at the consistency timesteps),
+:mod:`reference.consistency_latent_diffusion.train` (zoo spec ``consistency_latent``) and
+:mod:`reference.consistency_latent_diffusion.bench` (configuration, benchmark, demo; its measuring
+helpers are shared with :mod:`reference.timestep_distillation.few_step`). Run it with
+``python -m reference.consistency_latent_diffusion`` (demo) or ``--bench`` (see ``--help``).
 """
 
 from __future__ import annotations
 
-from .bench import benchmark, lcm_scheduler, load_consistency_model, main
+from .bench import load_consistency_model
 from .core import (
     MAX_TIMESTEP,
     ORIGINAL_STEPS,
@@ -92,6 +98,7 @@ from .core import (
     sampling_timesteps,
     skipping_timesteps,
 )
+from .schedulers import dpm_solver, lcm_scheduler, with_timesteps
 from .train import ZOO_NAME, ZOO_SPECS
 
 __all__ = [
@@ -101,17 +108,17 @@ __all__ = [
     "TIMESTEP_SCALING",
     "ZOO_NAME",
     "ZOO_SPECS",
-    "benchmark",
     "boundary_scalings",
     "consistency_distillation_loss",
     "consistency_fn",
     "consistency_sample",
     "ddim_solver_step",
+    "dpm_solver",
     "ema_update",
     "lcm_scheduler",
     "load_consistency_model",
-    "main",
     "pseudo_huber",
     "sampling_timesteps",
     "skipping_timesteps",
+    "with_timesteps",
 ]

@@ -1,5 +1,5 @@
-"""``python -m reference.consistency_latent_diffusion``: the demo / benchmark command line."""
+"""``python -m reference.consistency_latent_diffusion``: the shared technique command line."""
 
-from .bench import main
+from reference.harness.cli import main
 
-raise SystemExit(main())
+main(__package__)

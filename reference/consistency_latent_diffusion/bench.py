@@ -1,10 +1,16 @@
-"""Benchmark and command line (``python -m reference.consistency_latent_diffusion``)."""
+"""Benchmark and demo of :mod:`reference.consistency_latent_diffusion` (the technique contract of
+:mod:`reference.harness.cli`).
+
+Rows: the zoo latent teacher with DDIM at 50 steps (baseline), the consistency model at 1, 2 and 4
+steps (technique), the latent teacher's DPM-Solver++ at 2 and 4 steps on the same timesteps
+(control), and the VAE decode alone (reference). Every latency but the decode's includes the VAE
+decode; ``denoise_ms`` is the sampler alone. The measuring helpers are shared with
+:mod:`reference.timestep_distillation` (:mod:`reference.timestep_distillation.few_step`).
+"""
 
 from __future__ import annotations
 
-import argparse
-import logging
-import sys
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,40 +18,17 @@ from typing import Any
 
 import torch
 
-from reference import zoo
-from reference.harness import (
-    LATENT_SHAPE,
-    BenchmarkResult,
-    EpsFn,
-    Headline,
-    MetricSpec,
-    NFECounter,
-    Row,
-    aim,
-    bar_chart,
-    class_accuracy,
-    class_labels,
-    compare_latency,
-    count_nfe,
-    fdd_floor,
-    frechet_digits_distance,
-    make_noise,
-    metrics,
-    model_eps_fn,
-    output_dir,
-    provenance,
-    sample,
-    save_grid,
-)
-from reference.zoo import ZooError
+from reference.harness.cli import Option, int_tuple
+from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
+from reference.harness.sampling import LATENT_SHAPE, EpsFn
+from reference.timestep_distillation import few_step
 
-from .core import consistency_sample, sampling_timesteps
+from .core import sampling_timesteps
+from .schedulers import dpm_solver
 from .train import ZOO_NAME
 
 SLUG = "consistency-latent-diffusion"
-MODULE = "reference.consistency_latent_diffusion"
 BASELINE_STEPS = 50
-HEADLINE_STEPS = 2
 QUALITY_AIM = 1.5
 CONTROL_AIM = 0.5
 SPEED_AIM = 0.8
@@ -53,365 +36,257 @@ SPEED_AIM = 0.8
 
 @dataclass(frozen=True)
 class Config:
-    n: int
-    latency_batch: int
-    repeats: int
-    warmup: int
-    cm_steps: tuple[int, ...]
-    control_steps: tuple[int, ...]
+    """Sizes of a benchmark or demonstration run."""
+
+    n: int = 300
+    latency_batch: int = 32
+    repeats: int = 15
+    warmup: int = 2
+    cm_steps: tuple[int, ...] = (1, 2, 4)
+    control_steps: tuple[int, ...] = (2, 4)
+    headline_steps: int = 2
     seed: int = 0
-    threads: int = 2
+
+    def validate(self) -> None:
+        few_step.check_sizes(self.n, self.latency_batch, self.repeats, self.warmup)
+        for name in ("cm_steps", "control_steps"):
+            steps = getattr(self, name)
+            if not steps or any(not 1 <= s <= 49 for s in steps):
+                raise ValueError(f"--{name.replace('_', '-')} must be in [1, 49], got {steps}")
+        if self.headline_steps not in self.cm_steps:
+            raise ValueError(
+                f"--headline-steps {self.headline_steps} is not one of --cm-steps {self.cm_steps}"
+            )
 
 
-FULL = Config(
-    n=300, latency_batch=32, repeats=15, warmup=2, cm_steps=(1, 2, 4), control_steps=(2, 4)
+FULL = Config()
+QUICK = Config(n=20, latency_batch=4, repeats=2, warmup=0, cm_steps=(2,), control_steps=(2,))
+DEMO = Config(n=100, latency_batch=8, repeats=2, warmup=1, cm_steps=(2,), control_steps=(2,))
+OPTIONS = (
+    Option("n"),
+    Option("latency_batch"),
+    Option("repeats"),
+    Option("cm_steps", int_tuple, "N,N,..."),
+    Option("control_steps", int_tuple, "N,N,..."),
+    Option("headline_steps"),
+    Option("seed"),
 )
-QUICK = Config(n=20, latency_batch=4, repeats=1, warmup=0, cm_steps=(2,), control_steps=(2,))
 
 
 def load_consistency_model() -> torch.nn.Module:
     """The committed zoo consistency model: an epsilon-output U-Net read through c_skip/c_out."""
+    from reference import zoo
+
     return zoo.load(ZOO_NAME)
 
 
-def latent_scheduler(name: str = "DDIMScheduler", **overrides: Any) -> Any:
-    """A diffusers scheduler on the zoo schedule for **latents**: no clipping of ``x_0`` to [-1, 1].
+def make_runs(cfg: Config, teacher: EpsFn, cm: EpsFn) -> few_step.MakeRuns:
+    """``(noise, labels, wrap) -> {key: () -> latents}``: DDIM-50, the consistency model, DPM++."""
+    from reference import zoo
+    from reference.harness import sample
 
-    The zoo's default configuration clips ``x_0`` (right for pixels in [-1, 1]); scaled latents
-    have unit variance, and clipping them would cut off most of their range.
-    """
-    return zoo.teacher_scheduler(name, **{"clip_sample": False, **overrides})
+    from .core import consistency_sample
 
-
-def with_timesteps(scheduler: Any, timesteps: list[int]) -> Any:
-    """Make ``scheduler.set_timesteps(n)`` use the custom ``timesteps`` (for the harness' loop).
-
-    Works with schedulers whose ``set_timesteps`` accepts ``timesteps=`` (LCM, DPM-Solver).
-    """
-    original = scheduler.set_timesteps
-
-    def set_timesteps(num_inference_steps: int | None = None, device: Any = None) -> None:
-        if num_inference_steps is not None and num_inference_steps != len(timesteps):
-            raise ValueError(
-                f"scheduler fixed to {len(timesteps)} timesteps, asked for {num_inference_steps}"
-            )
-        original(timesteps=list(timesteps), device=device)
-
-    scheduler.set_timesteps = set_timesteps
-    return scheduler
-
-
-def lcm_scheduler(steps: int) -> Any:
-    """diffusers' ``LCMScheduler`` on the zoo schedule at this module's consistency timesteps."""
-    previous = logging.getLogger("diffusers.schedulers.scheduling_lcm").level
-    logging.getLogger("diffusers.schedulers.scheduling_lcm").setLevel(logging.ERROR)
-    try:
-        sched = latent_scheduler("LCMScheduler", original_inference_steps=50)
-    finally:
-        logging.getLogger("diffusers.schedulers.scheduling_lcm").setLevel(previous)
-    return with_timesteps(sched, sampling_timesteps(steps))
-
-
-def decoder(vae: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
-    """``z -> images``: the zoo VAE's decoder (scaled latents to [-1, 1] digits)."""
-    return lambda z: zoo.decode_latents(vae, z)
-
-
-def _runs(
-    cfg: Config,
-    teacher_eps: EpsFn,
-    cm_eps: EpsFn,
-    noise: torch.Tensor,
-    labels: torch.Tensor,
-    wrap: Callable[[str, EpsFn], EpsFn],
-) -> dict[str, Callable[[], torch.Tensor]]:
-    """``key -> () -> latents`` for baseline, consistency model and controls."""
     acp = zoo.teacher_scheduler().alphas_cumprod
-    runs: dict[str, Callable[[], torch.Tensor]] = {}
-    eps = wrap("ddim50", teacher_eps)
-    runs["ddim50"] = lambda: sample(
-        eps, latent_scheduler(), noise, steps=BASELINE_STEPS, labels=labels, clamp=False
-    )
-    for s in cfg.cm_steps:
-        e = wrap(f"cm{s}", cm_eps)
-        runs[f"cm{s}"] = lambda e=e, s=s: consistency_sample(
-            e, noise, labels, acp, s, seed=cfg.seed
-        )
-    for s in cfg.control_steps:
-        e = wrap(f"dpm{s}", teacher_eps)
-        runs[f"dpm{s}"] = lambda e=e, s=s: sample(
-            e, dpm_solver(s), noise, steps=s, labels=labels, clamp=False
-        )
+
+    def runs(noise, labels, wrap) -> few_step.Runs:  # type: ignore[no-untyped-def]
+        base = wrap("ddim50", teacher)
+        out: few_step.Runs = {
+            "ddim50": lambda: sample(
+                base,
+                zoo.latent_scheduler(),
+                noise,
+                steps=BASELINE_STEPS,
+                labels=labels,
+                clamp=False,
+            )
+        }
+        for s in cfg.cm_steps:
+            e = wrap(f"cm{s}", cm)
+            out[f"cm{s}"] = lambda e=e, s=s: consistency_sample(
+                e, noise, labels, acp, s, seed=cfg.seed
+            )
+        for s in cfg.control_steps:
+            e = wrap(f"dpm{s}", teacher)
+            out[f"dpm{s}"] = lambda e=e, s=s: sample(
+                e, dpm_solver(s), noise, steps=s, labels=labels, clamp=False
+            )
+        return out
+
     return runs
 
 
-def dpm_solver(steps: int) -> Any:
-    """DPM-Solver++ (2M) on the latents at the consistency model's timesteps (same start, 979)."""
-    sched = latent_scheduler(
-        "DPMSolverMultistepScheduler", algorithm_type="dpmsolver++", solver_order=2
-    )
-    return with_timesteps(sched, sampling_timesteps(steps))
+def _models(cfg: Config) -> tuple[Callable[[torch.Tensor], torch.Tensor], EpsFn, EpsFn]:
+    from reference import zoo
+    from reference.harness import model_eps_fn
+
+    vae = zoo.load_vae()
+    teacher, cm = model_eps_fn(zoo.load_latent_teacher()), model_eps_fn(load_consistency_model())
+    return (lambda z: zoo.decode_latents(vae, z)), teacher, cm
 
 
-def benchmark(quick: bool = False, cfg: Config | None = None) -> BenchmarkResult:
-    """Latent teacher DDIM-50 vs the consistency model at 1/2/4 steps vs DPM-Solver++ at 2/4."""
-    cfg = cfg or (QUICK if quick else FULL)
-    torch.set_num_threads(cfg.threads)
-    vae, teacher, cm = zoo.load_vae(), zoo.load_latent_teacher(), load_consistency_model()
-    decode = decoder(vae)
-    t_eps, c_eps = model_eps_fn(teacher), model_eps_fn(cm)
-    noise, labels = make_noise(cfg.n, cfg.seed, LATENT_SHAPE), class_labels(cfg.n)
-    counters: dict[str, NFECounter] = {}
-    runs = _runs(
-        cfg, t_eps, c_eps, noise, labels, lambda k, f: counters.setdefault(k, count_nfe(f))
-    )
-    images = {k: decode(fn()) for k, fn in runs.items()}
-    fdd = {k: frechet_digits_distance(x) for k, x in images.items()}
-    acc = {k: class_accuracy(x, labels) for k, x in images.items()}
-
-    b = cfg.latency_batch
-    lat_noise, lat_labels = make_noise(b, cfg.seed + 1, LATENT_SHAPE), class_labels(b)
-    denoise = _runs(cfg, t_eps, c_eps, lat_noise, lat_labels, lambda k, f: f)
+def _timed(cfg: Config, runs: few_step.MakeRuns, decode) -> dict[str, Callable[[], Any]]:  # type: ignore[no-untyped-def]
+    """Each run with its decode, each run alone (``key:denoise``) and the decode alone."""
+    denoise = few_step.timed_runs(runs, cfg.latency_batch, cfg.seed, LATENT_SHAPE)
     z_fixed = denoise["ddim50"]()
-    timed: dict[str, Callable[[], Any]] = {
-        k: (lambda fn=fn: decode(fn())) for k, fn in denoise.items()
-    }
-    timed |= {f"{k}:denoise": fn for k, fn in denoise.items()}
+    timed: dict[str, Callable[[], Any]] = {k: (lambda f=f: decode(f())) for k, f in denoise.items()}
+    timed |= {f"{k}:denoise": f for k, f in denoise.items()}
     timed["decode"] = lambda: decode(z_fixed)
-    lat = compare_latency(timed, repeats=cfg.repeats, warmup=cfg.warmup, threads=cfg.threads)
+    return timed
 
-    names = {"ddim50": (f"Latent teacher, DDIM {BASELINE_STEPS} steps", "baseline")}
-    names |= {
-        f"cm{s}": (f"Consistency model, {s} step{'s' * (s > 1)}", "technique") for s in cfg.cm_steps
+
+def _rows(cfg: Config, s: few_step.Sampled, lat: Any) -> list[Row]:
+    spec: dict[str, tuple[dict[str, object], str]] = {
+        "ddim50": ({"method": "latent-ddim", "steps": BASELINE_STEPS}, "baseline")
     }
-    names |= {
-        f"dpm{s}": (f"Latent teacher, DPM-Solver++ {s} steps", "control") for s in cfg.control_steps
+    spec |= {f"cm{n}": ({"method": "consistency", "steps": n}, "technique") for n in cfg.cm_steps}
+    spec |= {
+        f"dpm{n}": ({"method": "dpm-solver-pp", "steps": n}, "control") for n in cfg.control_steps
     }
     rows = [
         Row(
-            name,
+            key,
+            config,
             role,  # type: ignore[arg-type]
-            {
-                "latency_ms": lat.median_ms(k),
-                "denoise_ms": lat.median_ms(f"{k}:denoise"),
-                "fd_digits": fdd[k],
-                "accuracy": acc[k],
-                "nfe": float(counters[k].nfe),
-            },
-            {"latency_ms": lat.iqr_ms(k), "denoise_ms": lat.iqr_ms(f"{k}:denoise")},
+            few_step.values(key, s, lat, denoise_ms=lat.median_ms(f"{key}:denoise")),
+            intervals={} if key == "ddim50" else {"speedup": lat.speedup_interval(key)},
+            spread={"latency_ms": lat.iqr_ms(key), "denoise_ms": lat.iqr_ms(f"{key}:denoise")},
         )
-        for k, (name, role) in names.items()
+        for key, (config, role) in spec.items()
     ]
-    rows.append(
-        Row(
-            "VAE decode only",
-            "reference",
-            {"latency_ms": lat.median_ms("decode"), "nfe": 0.0},
-            {"latency_ms": lat.iqr_ms("decode")},
-        )
-    )
-    h = HEADLINE_STEPS if HEADLINE_STEPS in cfg.cm_steps else cfg.cm_steps[0]
-    nfe_ratio = BASELINE_STEPS / h
-    d = lat.median_ms("decode")
-    u = lat.median_ms("ddim50:denoise") / BASELINE_STEPS
+    decode = {"latency_ms": lat.median_ms("decode"), "nfe": 0.0}
+    spread = {"latency_ms": lat.iqr_ms("decode")}
+    return [*rows, Row("decode", {"method": "vae-decode"}, "reference", decode, spread=spread)]
+
+
+def benchmark(cfg: Config, out: Path) -> Measurement:
+    """Latent teacher DDIM-50 vs the consistency model at 1/2/4 steps vs DPM-Solver++ at 2/4."""
+    from reference.harness import bar_chart, compare_latency, fdd_floor
+
+    decode, teacher, cm = _models(cfg)
+    runs = make_runs(cfg, teacher, cm)
+    s = few_step.sample_all(runs, cfg.n, cfg.seed, LATENT_SHAPE, decode)
+    with torch.inference_mode():
+        lat = compare_latency(_timed(cfg, runs, decode), repeats=cfg.repeats, warmup=cfg.warmup)
+
+    h = cfg.headline_steps
+    head = f"cm{h}"
+    nfe_ratio = s.nfe["ddim50"] / s.nfe[head]
+    d, u = lat.median_ms("decode"), lat.median_ms("ddim50:denoise") / BASELINE_STEPS
     decode_limit = (BASELINE_STEPS * u + d) / (h * u + d)
-    speedup = lat.speedup[f"cm{h}"]
-    denoise_speedup = lat.median_ms("ddim50:denoise") / lat.median_ms(f"cm{h}:denoise")
-    quality_ratio = fdd[f"cm{h}"] / fdd["ddim50"]
-    control_ratio = fdd[f"cm{h}"] / fdd[f"dpm{h}"] if h in cfg.control_steps else None
-    figures = _figures(cfg, images, fdd, counters, quick)
+    denoise = dataclasses.replace(lat, baseline="ddim50:denoise")  # same rounds, other baseline
+    denoise_speedup = lat.median_ms("ddim50:denoise") / lat.median_ms(f"{head}:denoise")
+    quality_ratio = s.fdd[head] / s.fdd["ddim50"]
+    control_ratio = s.fdd[head] / s.fdd[f"dpm{h}"] if h in cfg.control_steps else None
+
+    figures = [Figure(f"{SLUG}.png", "fdd-bars"), Figure(f"{SLUG}-samples.png", "samples")]
+    keys = ["ddim50", *(f"cm{n}" for n in cfg.cm_steps), *(f"dpm{n}" for n in cfg.control_steps)]
+    bar_chart(
+        [f"DDIM {BASELINE_STEPS}", *(f"consistency {n}" for n in cfg.cm_steps)]
+        + [f"DPM-Solver++ {n}" for n in cfg.control_steps],
+        [s.fdd[k] for k in keys],
+        out / figures[0].file,
+        roles=["baseline"]
+        + ["technique"] * len(cfg.cm_steps)
+        + ["control"] * len(cfg.control_steps),
+        ylabel="FDD (lower is better)",
+    )
+    grid_keys = ["ddim50", head, *([f"dpm{h}"] if h in cfg.control_steps else [])]
+    few_step.save_samples(s.images, grid_keys, out / figures[1].file)
+
     aims = [
+        aim("quality", quality_ratio, QUALITY_AIM, "<=", steps=h, base_steps=BASELINE_STEPS),
+        aim("beats-control", control_ratio, CONTROL_AIM, "<=", steps=h),
         aim(
-            f"{h}-step FDD within {QUALITY_AIM}x of latent teacher DDIM-{BASELINE_STEPS}",
-            quality_ratio,
-            QUALITY_AIM,
-            "<=",
-        ),
-        aim(
-            f"{h}-step FDD <= {CONTROL_AIM}x of the teacher's DPM-Solver++ at {h} steps",
-            control_ratio,
-            CONTROL_AIM,
-            "<=",
-        ),
-        aim(
-            f"denoising speedup at {h} steps >= {SPEED_AIM} x NFE ratio ({nfe_ratio:.0f}x)",
+            "denoise-speedup",
             denoise_speedup,
             SPEED_AIM * nfe_ratio,
             ">=",
+            interval=denoise.speedup_interval(f"{head}:denoise"),
+            steps=h,
+            share=SPEED_AIM,
+            nfe_ratio=nfe_ratio,
         ),
         aim(
-            f"speedup with VAE decode >= {SPEED_AIM} x its limit ({decode_limit:.1f}x)",
-            speedup,
+            "speedup-with-decode",
+            lat.speedup[head],
             SPEED_AIM * decode_limit,
             ">=",
+            interval=lat.speedup_interval(head),
+            steps=h,
+            share=SPEED_AIM,
+            limit=decode_limit,
         ),
     ]
     notes = [
-        f"FDD on {cfg.n} decoded conditional samples (labels 0-9 balanced) from the same latent "
-        f"noise; fdd_floor({cfg.n}) = {fdd_floor(cfg.n):.2f} (real training digits).",
-        f"Latency: batch {b}, {cfg.threads} threads, median of {cfg.repeats} interleaved runs. "
-        f"latency_ms includes the VAE decode ({d:.1f} ms per batch, row 'VAE decode only'); "
-        "denoise_ms is the sampler alone.",
-        f"Analytic limits at {h} steps: NFE ratio {nfe_ratio:.0f}x; with the decode cost d and "
-        f"per-call cost u of the U-Net, (50u + d)/({h}u + d) = {decode_limit:.1f}x.",
-        f"Consistency timesteps {sampling_timesteps(h)} (LCM's rule on a grid that stops at "
-        "t=979: the zoo schedule's t=999 has alpha = 5e-5). The control DPM-Solver++ uses the "
-        "same timesteps; the same samples come out of diffusers' LCMScheduler (tested).",
-        "Guidance-free (w = 1) conditional sampling throughout.",
+        note("fdd-at-n", n=cfg.n, floor=fdd_floor(cfg.n)),
+        note(
+            "latency-protocol",
+            repeats=cfg.repeats,
+            batch=cfg.latency_batch,
+            threads=torch.get_num_threads(),
+        ),
+        note("decode-included", decode_ms=d),
+        note(
+            "limits",
+            steps=h,
+            nfe_ratio=nfe_ratio,
+            base_steps=BASELINE_STEPS,
+            limit=decode_limit,
+        ),
+        note("timesteps", timesteps=sampling_timesteps(h)),
+        note("guidance-free"),
     ]
-    return BenchmarkResult(
-        slug=SLUG,
-        module=MODULE,
-        title="Latent consistency distillation of the zoo latent teacher: 50 steps -> 1, 2, 4",
-        quick=quick,
+    return Measurement(
         settings={
             "n": cfg.n,
             "seed": cfg.seed,
-            "latency_batch": b,
+            "latency_batch": cfg.latency_batch,
             "repeats": cfg.repeats,
-            "threads": cfg.threads,
+            "warmup": cfg.warmup,
             "baseline_steps": BASELINE_STEPS,
             "consistency_steps": list(cfg.cm_steps),
             "control_steps": list(cfg.control_steps),
+            "headline_steps": h,
             "guidance_scale": 1.0,
-            "consistency_train_seconds": _train_seconds(ZOO_NAME),
-            "latent_teacher_train_seconds": _train_seconds("latent_teacher"),
+            "consistency_train_seconds": few_step.train_seconds(ZOO_NAME),
+            "latent_teacher_train_seconds": few_step.train_seconds("latent_teacher"),
         },
         metrics=metrics(
             "latency_ms",
+            "speedup",
             "fd_digits",
             "accuracy",
             "nfe",
-            denoise_ms=MetricSpec("Latency without VAE decode", "ms", "lower"),
+            denoise_ms=Metric("ms", "lower"),
         ),
-        rows=rows,
+        rows=_rows(cfg, s, lat),
         headline=Headline(
-            speedup=speedup,
-            speedup_limit=decode_limit,  # the headline speedup includes the VAE decode
-            quality_ratio=quality_ratio,
+            head,
+            speedup=lat.speedup[head],
+            speedup_interval=lat.speedup_interval(head),
+            speedup_limit=decode_limit,  # from this run's medians of u and d: an estimate
+            limit_kind="estimate",
             quality_metric="fd_digits",
+            quality_ratio=quality_ratio,
         ),
         aims=aims,
         notes=notes,
         figures=figures,
-        provenance=provenance(
-            [
-                *sorted(Path(__file__).parent.glob("*.py")),
-                *zoo.weight_files("vae", "latent_teacher", "consistency_latent", "classifier"),
-            ]
-        ),
     )
 
 
-def _train_seconds(name: str) -> float:
-    return float(zoo.manifest_entry(name)["train_seconds"])
+def demo(cfg: Config, out: Path) -> None:
+    """The headline step count against the teacher's DDIM-50 and DPM-Solver++: table and grid."""
+    from reference.harness import compare_latency
 
-
-def _figures(
-    cfg: Config,
-    images: dict[str, torch.Tensor],
-    fdd: dict[str, float],
-    counters: dict[str, NFECounter],
-    quick: bool,
-) -> list[str]:
-    out = output_dir(quick)
-    keys = ["ddim50", *(f"cm{s}" for s in cfg.cm_steps), *(f"dpm{s}" for s in cfg.control_steps)]
-    roles = ["baseline"] + ["technique"] * len(cfg.cm_steps) + ["control"] * len(cfg.control_steps)
-    labels = [
-        f"DDIM {BASELINE_STEPS}",
-        *(f"consistency {s}" for s in cfg.cm_steps),
-        *(f"DPM-Solver++ {s}" for s in cfg.control_steps),
-    ]
-    bar_chart(
-        labels,
-        [fdd[k] for k in keys],
-        out / f"{SLUG}.png",
-        roles=roles,
-        ylabel="FDD (lower is better)",
-        title="Latent consistency model vs latent teacher",
-    )
-    h = HEADLINE_STEPS if HEADLINE_STEPS in cfg.cm_steps else cfg.cm_steps[0]
-    k = min(10, cfg.n)
-    grid_keys = ["ddim50", f"cm{h}", *(f"dpm{h}" for _ in [0] if h in cfg.control_steps)]
-    save_grid(
-        torch.cat([images[key][:k] for key in grid_keys]), out / f"{SLUG}-samples.png", nrow=k
-    )
-    return [f"{SLUG}.png", f"{SLUG}-samples.png"]
-
-
-# --------------------------------------------------------------------------- command line
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m reference.consistency_latent_diffusion",
-        description="Latent consistency model demo: few-step sampling against the latent teacher.",
-    )
-    p.add_argument("--steps", type=int, default=HEADLINE_STEPS, help="consistency steps (1-49)")
-    p.add_argument("--n", type=int, default=100, help="samples per sampler (>= 10)")
-    p.add_argument("--seed", type=int, default=0, help="noise seed")
-    p.add_argument("--out", type=Path, default=Path("artifacts") / SLUG, help="output folder")
-    p.add_argument("--bench", action="store_true", help="run the benchmark, write the result")
-    p.add_argument("--quick", action="store_true", help="with --bench: the small test setting")
-    return p
-
-
-def _demo(steps: int, n: int, seed: int, out: Path) -> None:
-    from tqdm.auto import tqdm
-
-    sampling_timesteps(steps)  # validates steps
-    if n < 10:
-        raise ValueError(f"--n must be >= 10, got {n}")
-    cfg = Config(
-        n=n,
-        latency_batch=n,
-        repeats=3,
-        warmup=1,
-        cm_steps=(steps,),
-        control_steps=(steps,),
-        seed=seed,
-    )
-    vae, teacher, cm = zoo.load_vae(), zoo.load_latent_teacher(), load_consistency_model()
-    decode = decoder(vae)
-    noise, labels = make_noise(n, seed, LATENT_SHAPE), class_labels(n)
-    runs = _runs(cfg, model_eps_fn(teacher), model_eps_fn(cm), noise, labels, lambda k, f: f)
-    titles = {
-        "ddim50": f"teacher DDIM {BASELINE_STEPS}",
-        f"cm{steps}": f"consistency {steps}",
-        f"dpm{steps}": f"teacher DPM-Solver++ {steps}",
-    }
-    images = {k: decode(fn()) for k, fn in tqdm(runs.items(), desc="sampling", leave=False)}
-    lat = compare_latency(
-        {k: (lambda fn=fn: decode(fn())) for k, fn in runs.items()}, repeats=3, warmup=1
-    )
-    print(f"{'sampler (+ VAE decode)':28} {'ms':>8} {'FDD':>7} {'acc':>6}")
-    for k, x in images.items():
-        fd, acc = frechet_digits_distance(x), class_accuracy(x, labels)
-        print(f"{titles[k]:28} {lat.median_ms(k):8.1f} {fd:7.2f} {acc:6.2f}")
-    print(f"(FDD of {n} real training digits: {fdd_floor(n):.2f})")
-    out.mkdir(parents=True, exist_ok=True)
-    grid = torch.cat([x[:10] for x in images.values()])
-    path = save_grid(grid, out / "samples.png", nrow=10)
-    print(f"samples (rows: {', '.join(titles.values())}): {path}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point (see ``--help``)."""
-    args = _parser().parse_args(argv)
-    try:
-        torch.set_num_threads(2)
-        if args.quick and not args.bench:
-            raise ValueError("--quick only applies to --bench")
-        if args.bench:
-            from reference.harness import write_and_report
-
-            write_and_report(benchmark(quick=args.quick))
-            return 0
-        _demo(args.steps, args.n, args.seed, args.out)
-        return 0
-    except (ValueError, ZooError) as exc:
-        sys.exit(f"error: {exc}")
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    h = cfg.headline_steps
+    decode, teacher, cm = _models(cfg)
+    runs = make_runs(cfg, teacher, cm)
+    s = few_step.sample_all(runs, cfg.n, cfg.seed, LATENT_SHAPE, decode)
+    titles = {"ddim50": f"teacher DDIM {BASELINE_STEPS}", f"cm{h}": f"consistency {h}"}
+    titles |= {f"dpm{n}": f"teacher DPM-Solver++ {n}" for n in cfg.control_steps}
+    timed = _timed(cfg, runs, decode)
+    with torch.inference_mode():
+        lat = compare_latency({k: timed[k] for k in titles}, repeats=cfg.repeats, warmup=cfg.warmup)
+    few_step.demo_table(titles, s, lat, cfg.n, out / f"{SLUG}-demo.png")

@@ -10,14 +10,11 @@ reads one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import torch
 from torch.nn import functional as F
 
-EpsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-"""``eps_fn(z_t, t, labels) -> eps`` (the harness' denoiser protocol)."""
+from reference.harness.sampling import EpsFn
 
 SIGMA_DATA = 0.5
 """``sigma_data`` of the boundary conditions (LCM's and diffusers' ``LCMScheduler`` value)."""
@@ -50,8 +47,8 @@ def boundary_scalings(
     ``f(z, 0) = z`` then holds by construction, whatever the network outputs.
     """
     st = torch.as_tensor(t, dtype=torch.float32) * timestep_scaling
-    c_skip = sigma_data**2 / (st**2 + sigma_data**2)
-    c_out = st / (st**2 + sigma_data**2) ** 0.5
+    c_skip = sigma_data**2 / (st**2 + sigma_data**2)  # boundary: c_skip(0) = 1
+    c_out = st / (st**2 + sigma_data**2) ** 0.5  # boundary: c_out(0) = 0
     return c_skip, c_out
 
 
@@ -74,9 +71,9 @@ def consistency_fn(
     t_rows = t.expand(z_t.shape[0]) if t.dim() == 0 else t
     abar = _col(alphas_cumprod[t_rows])
     eps = eps_fn(z_t, t_rows, labels)
-    x0 = (z_t - (1 - abar) ** 0.5 * eps) / abar**0.5
+    x0 = (z_t - (1 - abar) ** 0.5 * eps) / abar**0.5  # DDIM Eq. (12): predicted x0
     c_skip, c_out = boundary_scalings(t_rows)
-    return _col(c_skip) * z_t + _col(c_out) * x0
+    return _col(c_skip) * z_t + _col(c_out) * x0  # f = c_skip z_t + c_out x_hat (CM, Sec. 3)
 
 
 # --------------------------------------------------------------------------- grids
@@ -133,13 +130,13 @@ def ddim_solver_step(
     """
     eps = teacher_eps(z_t, t, labels)
     a_t, a_s = _col(alphas_cumprod[t]), _col(alphas_cumprod[s])
-    x_hat = (z_t - (1 - a_t) ** 0.5 * eps) / a_t**0.5
-    return a_s**0.5 * x_hat + (1 - a_s) ** 0.5 * eps
+    x_hat = (z_t - (1 - a_t) ** 0.5 * eps) / a_t**0.5  # DDIM Eq. (12): predicted x0
+    return a_s**0.5 * x_hat + (1 - a_s) ** 0.5 * eps  # DDIM Eq. (12), eta = 0
 
 
 def pseudo_huber(a: torch.Tensor, b: torch.Tensor, c: float = HUBER_C) -> torch.Tensor:
     """Element-wise ``sqrt((a - b)^2 + c^2) - c``, averaged (LCM's loss)."""
-    return (torch.sqrt((a.float() - b.float()) ** 2 + c**2) - c).mean()
+    return (torch.sqrt((a.float() - b.float()) ** 2 + c**2) - c).mean()  # d(x, y), pseudo-Huber
 
 
 def consistency_distillation_loss(
@@ -167,14 +164,14 @@ def consistency_distillation_loss(
     grid = torch.from_numpy(skipping_timesteps(original_steps, len(alphas_cumprod), max_timestep))
     k = len(alphas_cumprod) // original_steps
     n = z0.shape[0]
-    t_start = grid[torch.randint(len(grid), (n,))]
-    t_end = (t_start - k).clamp(min=0)
+    t_start = grid[torch.randint(len(grid), (n,))]  # step 1: t_{n+k} on the skipping grid
+    t_end = (t_start - k).clamp(min=0)  # t_n = t_{n+k} - k
     abar = _col(alphas_cumprod[t_start])
-    z_start = abar**0.5 * z0 + (1 - abar) ** 0.5 * torch.randn_like(z0)
+    z_start = abar**0.5 * z0 + (1 - abar) ** 0.5 * torch.randn_like(z0)  # step 2: noise z_0
     with torch.no_grad():
-        z_end = ddim_solver_step(teacher_eps, z_start, t_start, t_end, labels, alphas_cumprod)
-        target = consistency_fn(target_eps, z_end, t_end, labels, alphas_cumprod)
-    pred = consistency_fn(online_eps, z_start, t_start, labels, alphas_cumprod)
+        z_end = ddim_solver_step(teacher_eps, z_start, t_start, t_end, labels, alphas_cumprod)  # 3
+        target = consistency_fn(target_eps, z_end, t_end, labels, alphas_cumprod)  # f_theta-
+    pred = consistency_fn(online_eps, z_start, t_start, labels, alphas_cumprod)  # step 4: f_theta
     if huber_c is None:
         return F.mse_loss(pred.float(), target.float())
     return pseudo_huber(pred, target, huber_c)
@@ -184,7 +181,7 @@ def consistency_distillation_loss(
 def ema_update(target: torch.nn.Module, online: torch.nn.Module, mu: float) -> None:
     """``theta- <- mu theta- + (1 - mu) theta`` (stop-gradient target network)."""
     for p_t, p_o in zip(target.parameters(), online.parameters(), strict=True):
-        p_t.lerp_(p_o.detach(), 1.0 - mu)
+        p_t.lerp_(p_o.detach(), 1.0 - mu)  # theta- <- mu theta- + (1 - mu) theta
 
 
 # --------------------------------------------------------------------------- sampling
@@ -214,9 +211,9 @@ def consistency_sample(
     z = noise
     x = noise
     for i, tau in enumerate(taus):
-        x = consistency_fn(eps_fn, z, torch.tensor(tau), labels, alphas_cumprod)
+        x = consistency_fn(eps_fn, z, torch.tensor(tau), labels, alphas_cumprod)  # x = f(z, tau)
         if i + 1 < len(taus):
             abar = alphas_cumprod[taus[i + 1]]
             eps = torch.randn(x.shape, generator=gen, dtype=x.dtype)
-            z = abar**0.5 * x + (1 - abar) ** 0.5 * eps
+            z = abar**0.5 * x + (1 - abar) ** 0.5 * eps  # re-noise to the next tau
     return x
