@@ -16,10 +16,17 @@ and then loads only the matched entry's row. The index is compiled from a *valid
 (:func:`glossary.loader.load_glossary`), so invalid entries are never indexed.
 
 **Never stale.** An index is used only if it was compiled from exactly the entry files present
-now: same names, and for each file the same BLAKE2b digest of its bytes (the digest is skipped
-only when the size and ``st_mtime_ns`` both equal the recorded ones), compiled by the same
-code (a digest of the package's ``*.py`` files and :data:`FORMAT`). Any edit, added, removed or
-renamed file makes the index invalid, and the next lookup recompiles it.
+now, by the same code (a digest of the package's ``*.py`` files and :data:`FORMAT`): the same
+file names, and for each file the same BLAKE2b digest of its bytes. Reading and hashing every
+file would make each lookup cost grow with the glossary, so a file's digest is recomputed only
+when its *stat stamp* (size, ``st_mtime_ns``, ``st_ctime_ns``, inode) differs from the one
+recorded with that digest. An edit always changes the stamp: even a tool that restores the
+mtime cannot restore ``st_ctime``, which the kernel sets on every change. Stamps are recorded in
+the index when it is compiled; a shipped index, whose files were reinstalled since (new
+inodes), has its files digested, and the stamps so verified are kept in a small sidecar file in
+the cache folder, so only the first lookup after an install pays for it (every lookup, with
+``GLOSSARY_CACHE=0``). Any edited, added, removed or renamed file makes the index invalid, and
+the next lookup recompiles it.
 
 **Where it lives.** The *shipped* index is ``<entries>/_index.sqlite3``: the wheel build
 (``setup.py``'s ``build_py``) and ``python -m glossary.index [DIR]`` compile it there, next to
@@ -45,7 +52,7 @@ try:  # the BLAKE2 extension alone; ``hashlib`` would also load OpenSSL (a few m
 except ImportError:  # pragma: no cover - other Python implementations
     from hashlib import blake2b
 
-FORMAT = 1
+FORMAT = 2
 SHIPPED_NAME = "_index.sqlite3"
 CODE_DIR = Path(__file__).resolve().parent
 
@@ -55,7 +62,14 @@ class FileStamp:
     name: str
     size: int
     mtime_ns: int
+    ctime_ns: int
+    ino: int
     digest: str
+
+
+def _stat(path: Path) -> tuple[int, int, int, int]:
+    st = path.stat()
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def _digest(data: bytes) -> str:
@@ -75,8 +89,7 @@ def stamp_files(paths: list[Path]) -> list[FileStamp]:
     out = []
     for p in paths:
         data = p.read_bytes()
-        st = p.stat()
-        out.append(FileStamp(p.name, st.st_size, st.st_mtime_ns, _digest(data)))
+        out.append(FileStamp(p.name, *_stat(p), _digest(data)))
     return out
 
 
@@ -90,29 +103,46 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def _matches(conn: sqlite3.Connection, paths: list[Path], code: str) -> bool:
-    """Whether the index in ``conn`` was compiled from exactly ``paths`` by this ``code``."""
+def _matches(
+    conn: sqlite3.Connection,
+    paths: list[Path],
+    code: str,
+    verified: dict[str, list[Any]] | None = None,
+) -> dict[str, list[Any]] | None:
+    """Whether the index in ``conn`` was compiled from exactly ``paths`` by this ``code``.
+
+    Returns None if not; else the stamps of the files whose digests had to be recomputed (to be
+    remembered in ``verified`` next time: ``name -> [size, mtime_ns, ctime_ns, ino, digest]``).
+    """
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
         if meta.get("format") != str(FORMAT) or meta.get("code") != code:
-            return False
-        rows = conn.execute("SELECT name, size, mtime_ns, digest FROM files ORDER BY name")
-        stored = {r[0]: r for r in rows}
+            return None
+        rows = conn.execute("SELECT name, size, mtime_ns, ctime_ns, ino, digest FROM files")
+        stored = {r[0]: (tuple(r[1:5]), r[5]) for r in rows}
     except sqlite3.Error:
-        return False
-    if sorted(stored) != [p.name for p in paths]:
-        return False
+        return None
+    if len(stored) != len(paths):
+        return None
+    verified = verified or {}
+    checked: dict[str, list[Any]] = {}
     for p in paths:
-        _, size, mtime_ns, digest = stored[p.name]
+        if p.name not in stored:
+            return None
+        stamp, digest = stored[p.name]
         try:
-            st = p.stat()
-            if st.st_size != size:
-                return False
-            if st.st_mtime_ns != mtime_ns and _digest(p.read_bytes()) != digest:
-                return False
+            now = _stat(p)
+            if now == stamp:
+                continue
+            known = verified.get(p.name)
+            if known and tuple(known[:4]) == now and known[4] == digest:
+                continue
+            if _digest(p.read_bytes()) != digest:
+                return None
         except OSError:
-            return False
-    return True
+            return None
+        checked[p.name] = [*now, digest]
+    return checked
 
 
 def _names_rows(glossary: Any) -> list[tuple[str, str, str, str, int]]:
@@ -149,7 +179,8 @@ def compile_into(conn: sqlite3.Connection, glossary: Any, stamps: list[FileStamp
         DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS files;
         DROP TABLE IF EXISTS names; DROP TABLE IF EXISTS entries;
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE files (name TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, digest TEXT);
+        CREATE TABLE files (name TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER,
+                            ctime_ns INTEGER, ino INTEGER, digest TEXT);
         CREATE TABLE names (id INTEGER PRIMARY KEY, key TEXT NOT NULL, text TEXT NOT NULL,
                             slug TEXT NOT NULL, lang TEXT NOT NULL, is_term INTEGER NOT NULL);
         CREATE TABLE entries (slug TEXT PRIMARY KEY, data TEXT NOT NULL);
@@ -161,8 +192,8 @@ def compile_into(conn: sqlite3.Connection, glossary: Any, stamps: list[FileStamp
         meta["language_names"] = json.dumps(names, ensure_ascii=False)
     conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
     conn.executemany(
-        "INSERT INTO files VALUES (?, ?, ?, ?)",
-        [(s.name, s.size, s.mtime_ns, s.digest) for s in stamps],
+        "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
+        [(s.name, s.size, s.mtime_ns, s.ctime_ns, s.ino, s.digest) for s in stamps],
     )
     conn.executemany(
         "INSERT INTO names (key, text, slug, lang, is_term) VALUES (?, ?, ?, ?, ?)",
@@ -211,18 +242,39 @@ def compile_shipped(directory: Path) -> Path:
     return target
 
 
-def _cache_path(directory: Path) -> Path:
+def _cache_path(directory: Path, suffix: str = ".sqlite3") -> Path:
     tag = zlib.crc32(str(directory.resolve()).encode())
-    return cache.cache_dir() / f"index-{tag:08x}.sqlite3"
+    return cache.cache_dir() / f"index-{tag:08x}{suffix}"
 
 
 def _open_ro(path: Path) -> sqlite3.Connection | None:
     if not path.is_file():
         return None
     try:
-        return sqlite3.connect(f"file:{path}?mode=ro&immutable=0", uri=True)
+        return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.Error:
         return None
+
+
+def _read_verified(directory: Path) -> dict[str, list[Any]]:
+    if not cache.enabled():
+        return {}
+    try:
+        value = json.loads(_cache_path(directory, ".stamps.json").read_text(encoding="utf-8"))
+        return value if isinstance(value, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_verified(directory: Path, stamps: dict[str, list[Any]]) -> None:
+    target = _cache_path(directory, ".stamps.json")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(stamps), encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def open_index(directory: Path) -> sqlite3.Connection:
@@ -230,6 +282,7 @@ def open_index(directory: Path) -> sqlite3.Connection:
     directory = Path(directory)
     paths = entry_paths(directory)
     code = code_digest()
+    verified = _read_verified(directory)
     candidates = [directory / SHIPPED_NAME]
     if cache.enabled():
         candidates.append(_cache_path(directory))
@@ -237,7 +290,10 @@ def open_index(directory: Path) -> sqlite3.Connection:
         conn = _open_ro(path)
         if conn is None:
             continue
-        if _matches(conn, paths, code):
+        checked = _matches(conn, paths, code, verified)
+        if checked is not None:
+            if checked and cache.enabled():
+                _write_verified(directory, {**verified, **checked})
             return conn
         conn.close()
     if cache.enabled():

@@ -12,10 +12,11 @@ glossary.cli --entries DIR``), it reports medians over ``-n`` runs of:
 
 * ``index``: compiling the folder's shipped index (``python -m glossary.index DIR``, once), as
   the wheel build does;
-* ``empty cache``: a lookup with ``GLOSSARY_CACHE=0`` served by the shipped index. The entry
-  files' mtimes are bumped after compiling, so every run checks the BLAKE2 digest of every
-  file, as after installing a wheel (the worst case);
-* ``warm``: a lookup with a private, already filled cache folder;
+* ``cold``: an empty-cache lookup (``GLOSSARY_CACHE=0``) served by the shipped index. The entry
+  files' mtimes are bumped after compiling, so every run digests every file, as after
+  installing a wheel with caching off (the worst case);
+* ``warm``: a lookup with a private cache folder after a first run (which digested the files
+  once and remembered their stamps);
 * ``no index``: the first lookup when nothing is compiled yet (it compiles the index into the
   cache folder: the one-time cost an edited checkout pays), one run;
 * ``validate``: ``glossary validate DIR`` (all checks, house style included), one run per size
@@ -24,7 +25,8 @@ glossary.cli --entries DIR``), it reports medians over ``-n`` runs of:
   with ``GLOSSARY_ENTRIES_DIR`` pointing at the folder, one run.
 
 Lookups use an on-topic query ("poda") and an off-topic one ("chocolate cake", which scores
-every name). The aim is lookups at 25x within 1.5x of 1x. The script reports; it asserts nothing.
+every name). Each cell is wall / CPU seconds: on a shared machine the CPU time is the steadier
+figure. The aim is lookups at 25x within 1.5x of 1x. The script reports; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -88,20 +91,25 @@ def generate(source: Path, target: Path, factor: int) -> int:
     return len(files) * factor
 
 
-def run(args: list[str], env: dict[str, str], cwd: Path = ROOT) -> float:
+def run(args: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
         args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
     )
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
         sys.exit(f"bench: {' '.join(args)} exited {proc.returncode}: {proc.stderr[-500:]!r}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
-def median_of(n: int, args: list[str], env: dict[str, str]) -> float:
-    run(args, env)  # page cache, .pyc files: not counted
-    return statistics.median(run(args, env) for _ in range(n))
+def median_of(n: int, args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    run(args, env)  # page cache, .pyc files, a first digest check: not counted
+    runs = [run(args, env) for _ in range(n)]
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
 def bump_mtimes(directory: Path) -> None:
@@ -110,19 +118,16 @@ def bump_mtimes(directory: Path) -> None:
         os.utime(path, (later, later))
 
 
-def site_build(entries: Path, work: Path, env: dict[str, str]) -> float:
-    site = work / "site-build"
+def site_build(entries: Path, work: Path, env: dict[str, str]) -> tuple[float, float]:
+    site = work / f"site-{entries.name}"
     shutil.copytree(ROOT / "site_src", site / "site_src")
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     config = config.replace("  - glossary/mkdocs_hooks.py", f"  - {ROOT}/glossary/mkdocs_hooks.py")
     (site / "mkdocs.yml").write_text(config, encoding="utf-8")
     env = dict(env, GLOSSARY_ENTRIES_DIR=str(entries))
     cmd = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(site / "out")]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=site, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode:
-        print(f"  site build failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-    return time.perf_counter() - start
+    elapsed = run(cmd, env, cwd=site)
+    return elapsed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,17 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         for k in args.sizes:
             entries = work / f"x{k}"
             n_entries = generate(args.entries, entries, k)
-            start = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-m", "glossary.index", str(entries)],
-                check=True,
-                cwd=ROOT,
-                env=dict(base_env, GLOSSARY_CACHE="0"),
-                stdout=subprocess.DEVNULL,
-            )
-            compile_s = time.perf_counter() - start
+            compile_cmd = [sys.executable, "-m", "glossary.index", str(entries)]
+            row = {"k": k, "entries": n_entries}
+            row["index"] = run(compile_cmd, dict(base_env, GLOSSARY_CACHE="0"))
             bump_mtimes(entries)
-            row = {"k": k, "entries": n_entries, "index": compile_s}
             cold_env = dict(base_env, GLOSSARY_CACHE="0")
             warm_env = dict(base_env, GLOSSARY_CACHE_DIR=str(work / f"cache{k}"))
             for q in QUERIES:
@@ -167,24 +165,23 @@ def main(argv: list[str] | None = None) -> int:
             if args.site:
                 row["site"] = site_build(entries, work, base_env)
             rows.append(row)
-            print(
-                json.dumps(
-                    {key: round(v, 3) if isinstance(v, float) else v for key, v in row.items()}
-                ),
-                file=sys.stderr,
-            )
+            print(json.dumps(row), file=sys.stderr)
     keys = [key for key in rows[0] if key not in ("k", "entries")]
-    print(f"load average {os.getloadavg()[0]:.2f}; medians of {args.n} fresh processes (s)")
+    print(
+        f"load average {os.getloadavg()[0]:.2f}; medians of {args.n} fresh processes, "
+        "wall / CPU (user+system) seconds"
+    )
     print("| size | entries | " + " | ".join(keys) + " |")
     print("|---" * (len(keys) + 2) + "|")
     for row in rows:
-        cells = [f"{row[key]:.3f}" for key in keys]
+        cells = [f"{row[key][0]:.3f} / {row[key][1]:.3f}" for key in keys]
         print(f"| {row['k']}x | {row['entries']} | " + " | ".join(cells) + " |")
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         for key in keys:
             if key.startswith(("cold", "warm")):
-                print(f"{key}: {last['k']}x / {first['k']}x = {last[key] / first[key]:.2f}")
+                wall, cpu = (last[key][i] / first[key][i] for i in (0, 1))
+                print(f"{key}: {last['k']}x / {first['k']}x = {wall:.2f} wall, {cpu:.2f} CPU")
     return 0
 
 

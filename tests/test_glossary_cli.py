@@ -268,8 +268,11 @@ def test_validate_ok_and_broken(capsys: pytest.CaptureFixture[str], tmp_path: Pa
         f"{d / 'ddim.yaml'}:2: kind: 'idea' is not allowed (hint: one of: technique, concept)",
         f"{d / 'ema.yaml'}:4: related[0]: related slug 'epoc' does not exist "
         "(hint: did you mean 'epoch'?)",
+        f"{d / 'epoch.yaml'}:4: related[0]: one-way link: 'ema' does not list 'epoch' in "
+        "related (hint: add epoch to the related list of ema.yaml, or list ema under one_way if "
+        "the link is deliberately one-way)",
     ]
-    assert err == "2 problems found\n"
+    assert err == "3 problems found\n"
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv", "tbx", "tbx2", "skos"])
