@@ -1,7 +1,7 @@
 """reference.feature_caching: the written-out U-Net forward equals diffusers' exactly, interval 1
 equals no caching, the cached step reuses exactly the deep feature, the cost model, the exact
 condition caches (embedding LRU, cross-attention K/V), diffusers' hooks in their exact settings,
-the CLI's clean errors and the quick benchmark."""
+the CLI's clean errors, and what the quick benchmark reports."""
 
 from __future__ import annotations
 
@@ -15,14 +15,8 @@ from reference.feature_caching import deepcache as dc
 
 
 @pytest.fixture(scope="module")
-def unet() -> torch.nn.Module:
-    from reference.zoo.specs import TEACHER_CONFIG, build_unet
-
-    torch.manual_seed(0)
-    model = build_unet(TEACHER_CONFIG).eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    return model
+def unet(random_teacher: torch.nn.Module) -> torch.nn.Module:
+    return random_teacher
 
 
 def _inputs(n: int = 5, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -179,23 +173,35 @@ def test_diffusers_hooks_in_their_exact_settings_equal_the_plain_dit() -> None:
 
 
 def test_every_deepcache_row_runs_the_interval_its_name_states(unet) -> None:
-    from reference.feature_caching.bench import BenchConfig, unet_configs
+    from reference.feature_caching.bench import Config, unet_variants
 
-    configs = unet_configs(unet, BenchConfig(intervals=(2, 3, 5), headline_interval=3), f=0.5)
-    cached = [c for c in configs if c.key.startswith("dc")]
-    assert {c.key for c in cached} >= {"dc_lru"}
-    for c in cached:
-        eps = c.make_eps()
-        assert f"N={eps.interval}" in c.name, c.name  # a late-bound loop variable would differ
+    variants = unet_variants(unet, Config(intervals=(2, 3, 5), headline_interval=3), f=0.5)
+    cached = [v for v in variants if v.key.startswith("dc")]
+    assert {v.key for v in cached} >= {"dc-lru"}
+    for v in cached:
+        eps = v.make_eps()
+        assert eps.interval == v.config["interval"], v.key  # a late-bound loop variable differs
 
 
-def test_cli_rejects_bad_arguments_with_one_line() -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--intervals", "0"], "--intervals must be >= 1"),
+        (["--steps", "0"], "--steps must be >= 1, got 0"),
+        (["--intervals", "2,5", "--headline-interval", "3"], "--headline-interval 3 is not one of"),
+        (["--branch", "0"], "--branch must be >= 1"),
+    ],
+)
+def test_cli_rejects_bad_arguments_with_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reference.harness.cli import main
+
     with pytest.raises(SystemExit) as info:
-        fc.main(["--interval", "0"])
-    assert str(info.value) == "error: --interval must be >= 1, got 0"
-    with pytest.raises(SystemExit) as info:
-        fc.main(["--steps", "0"])
-    assert str(info.value) == "error: --steps must be >= 1, got 0"
+        main("reference.feature_caching", ["--bench", *argv])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
 
 
 def test_unsupported_model_is_rejected() -> None:
@@ -204,18 +210,12 @@ def test_unsupported_model_is_rejected() -> None:
 
 
 @pytest.mark.slow
-def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
-    from reference.harness import validate_result
-    from reference.zoo import ZooError
-
-    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
-    try:
-        result = fc.benchmark(quick=True)
-    except ZooError as exc:
-        pytest.skip(f"zoo not trained yet: {exc}")
-    assert validate_result(result.to_dict()) == []
-    assert result.slug == "feature-caching" and result.quick
-    assert {r.role for r in result.rows} == {"baseline", "technique", "control", "reference"}
-    assert result.headline is not None and result.headline.speedup_limit > 1.0
-    for fig in result.figures:
-        assert (tmp_path / fig).is_file()
+def test_quick_benchmark_reports_every_role_and_a_run_based_limit(quick_result) -> None:
+    result = quick_result("feature-caching")
+    assert {r["role"] for r in result["rows"]} == {"baseline", "technique", "control", "reference"}
+    head = result["headline"]
+    assert head["limit_kind"] == "bound" and head["speedup_limit"] > 1.0
+    f = result["settings"]["skipped_flop_fraction"]
+    steps, n = result["settings"]["steps"], 3
+    assert head["speedup_limit"] == pytest.approx(dc.schedule_speedup_limit(steps, n, f), rel=1e-3)
+    assert {a["id"] for a in result["aims"]} == {"speedup", "quality", "beats-control-quality"}
