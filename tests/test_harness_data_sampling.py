@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from reference.harness.data import NULL_CLASS, load_digits_tensors
+from reference.data import NULL_CLASS, load_digits_tensors
 from reference.harness.sampling import class_labels, count_nfe, make_noise, sample
 from reference.zoo import teacher_scheduler
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from reference.harness import quality as Q
-from reference.harness.data import load_digits_tensors
+from reference.data import load_digits_tensors
 
 
 def stats(mu: list[float], sigma: np.ndarray, n: int = 100) -> Q.FeatureStats:
