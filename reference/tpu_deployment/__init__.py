@@ -6,10 +6,11 @@ A TPU does not execute Python or PyTorch operators: it executes **XLA programs**
 of time for fixed input shapes. Deploying a diffusion model on TPUs therefore means three things:
 
 1. **Express the model in an XLA front end.** Here the diffusers ``UNet2DModel`` of the zoo
-   teacher is re-written in plain ``jax.numpy`` / ``jax.lax`` (:mod:`reference.tpu_deployment.unet`):
-   convolution, GroupNorm, SiLU, residual blocks with time + class embedding, self-attention,
-   strided-conv downsampling, nearest upsampling and the skip concatenations, with parameters
-   converted from the committed safetensors (no retraining). Parity with torch is an exact test.
+   teacher is re-written in plain ``jax.numpy`` / ``jax.lax``
+   (:mod:`reference.tpu_deployment.unet`): convolution, GroupNorm, SiLU, residual blocks with
+   time + class embedding, self-attention, strided-conv downsampling, nearest upsampling and the
+   skip concatenations, with parameters converted from the committed safetensors (no
+   retraining). Parity with torch is tested to a float32 tolerance.
 2. **Compile the whole sampler, not just one step.** ``jax.jit`` of a function that runs the
    ``N`` DDIM steps in ``lax.fori_loop`` gives *one* program: the host dispatches once per batch
    and the device never waits for Python between steps. The alternative - ``jit`` of one step,
@@ -42,7 +43,8 @@ Pitfalls
 --------
 * **float32 is not float32 on a TPU by default**: matmuls and convolutions default to one
   bfloat16 pass; this port passes ``precision=HIGHEST`` in float32 mode (parity needs it).
-* ``XLA_FLAGS`` must be set before ``import jax``; the CLI does it, tests use a subprocess.
+* ``XLA_FLAGS`` must be set before ``import jax``; ``bench.py`` does it when it is imported
+  (:func:`configure_host_devices`), and the tests call it before importing jax.
 * A new batch size, step count or guidance scale is a new program: compile time (seconds) is
   paid again. Bucket the batch; make step count and guidance part of the deployment config.
 * Per-device batch must divide evenly: buckets are multiples of the mesh size.
@@ -57,7 +59,19 @@ diffusers ships Flax pipelines (``FlaxStableDiffusionPipeline`` with ``jax.pmap`
 ``jax.jit``), ``jax.experimental.compilation_cache`` persists compiled programs across
 restarts, and PyTorch/XLA (``torch_xla``) lowers PyTorch models to the same XLA compiler.
 
+Package
+-------
+* :mod:`reference.tpu_deployment.unet` - the zoo U-Net in ``jax.numpy`` / ``jax.lax``, weight
+  conversion from the torch state dict;
+* :mod:`reference.tpu_deployment.sampler` - DDIM tables read from diffusers, the whole-loop and
+  per-step programs (:class:`Sampler`), the device mesh, batch buckets and padding;
+* :mod:`reference.tpu_deployment.measure` - the five ways of running the loop, timed together,
+  and the request stream;
+* :mod:`reference.tpu_deployment.bench` - the benchmark and the demo.
+
 Use ``python -m reference.tpu_deployment`` (``--help``); JAX is the optional ``[tpu]`` extra.
+Without it the command line stops with one line naming the extra; ``import
+reference.tpu_deployment`` works without JAX, and only its JAX names need it.
 """
 
 from __future__ import annotations
@@ -89,9 +103,8 @@ _EXPORTS: dict[str, str] = {
     "ddim_tables": "sampler",
     "ddim_update": "sampler",
     "pad_batch": "sampler",
-    "benchmark": "bench",
-    "main": "bench",
-    "load_teacher_params": "bench",
+    "load_teacher_params": "measure",
+    "measure": "measure",
 }
 __all__ = sorted([*_EXPORTS, "JAX_MISSING", "configure_host_devices", "require_jax"])
 

@@ -63,9 +63,10 @@ def ddim_update(
 ) -> jax.Array:
     """One DDIM step (Song et al. 2020, arXiv:2010.02502, eq. 12 with sigma = 0):
     ``x0 = (x - sqrt(1 - a) eps) / sqrt(a)``; ``x' = sqrt(a') x0 + sqrt(1 - a') eps``."""
-    x0 = (x - jnp.sqrt(1.0 - alpha) * eps) / jnp.sqrt(alpha)
+    x0 = (x - jnp.sqrt(1.0 - alpha) * eps) / jnp.sqrt(alpha)  # Eq. (12): "predicted x0"
     if clip > 0:
-        x0 = jnp.clip(x0, -clip, clip)
+        x0 = jnp.clip(x0, -clip, clip)  # diffusers' clip_sample
+    # Eq. (12), sigma_t = 0: "direction pointing to x_t" + sqrt(alpha_prev) x0, no noise term
     return jnp.sqrt(alpha_prev) * x0 + jnp.sqrt(1.0 - alpha_prev) * eps
 
 
@@ -91,7 +92,7 @@ def guided_eps(
         jnp.concatenate([labels, null]),
     ).astype(jnp.float32)
     cond, uncond = eps[:n], eps[n:]
-    return uncond + guidance_scale * (cond - uncond)
+    return uncond + guidance_scale * (cond - uncond)  # Ho & Salimans 2022, Eq. (6), s = 1 + w
 
 
 @dataclass
