@@ -3,10 +3,14 @@
 Top-1 accuracy: the share of on-topic queries whose answer is a *match* on the entry they mean
 (an ambiguous answer or "no match" counts as a miss). False-match rate: the share of off-topic
 queries that get a match at all. Queries run without ``--lang``, so the names of all three
-languages compete. The floors are below the measured figures (on the 41 entries this set was
-written for: 100 % top-1, 0 false matches) by a margin for new entries whose names crowd the
-old ones: a lookup that lost one on-topic query in twenty, or matched one off-topic query in
-twenty, would be a regression worth a look, not noise.
+languages compete.
+
+Measured when the set was written (57 entries): top-1 176/176 = 100 %, false matches 0/35 = 0 %;
+the highest off-topic score was 66.7 ("elecciones generales" against "elección de sampler") and
+the lowest winning on-topic score 83.9, on either side of ``MATCH_THRESHOLD`` (72). The floors
+leave room for entries still to come, whose names crowd the old ones (at most 8 of the 176
+on-topic queries may be lost, and 1 of the 35 off-topic ones matched): a drop past them is a
+calibration regression worth a look, not noise.
 """
 
 from __future__ import annotations
