@@ -1,5 +1,5 @@
-"""reference.schedulers: our DDIM and DPM-Solver++(2M) against diffusers step for step, against
-the exact probability-flow ODE of Gaussian data, NFE accounting, the CLI's errors, the benchmark."""
+"""reference.scheduler_tradeoff: our DDIM and DPM-Solver++(2M) against diffusers step for step,
+against the exact probability-flow ODE of Gaussian data, NFE accounting, the options' errors."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from reference import schedulers as sch
+from reference import scheduler_tradeoff as sch
+from reference.scheduler_tradeoff import bench
 
 MU, S2 = 0.3, 0.25  # data x0 ~ N(MU, S2) per pixel: the exact denoiser is known
 
@@ -113,28 +114,34 @@ def test_minimal_scheduler_rejects_a_wrong_timestep() -> None:
         s.step(x, torch.tensor(500), x)
 
 
-def test_bad_arguments_give_one_clear_error() -> None:
-    with pytest.raises(SystemExit) as info:
-        sch.main(["--schedulers", "heun"])
-    assert str(info.value).startswith("error: unknown scheduler 'heun'; choose from ddpm")
-    with pytest.raises(SystemExit) as info:
-        sch.main(["--nfe", "0"])
-    assert str(info.value) == "error: NFE must be in [1, 1000], got 0"
-    with pytest.raises(SystemExit) as info:
-        sch.main(["--samples", "1"])
-    assert str(info.value) == "error: need at least 2 samples for the FDD, got 1"
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"schedulers": ("heun",)}, "--schedulers: unknown scheduler 'heun'; choose from ddpm"),
+        ({"schedulers": ("ddim", "euler")}, "--schedulers must include ddim and dpmpp2m"),
+        ({"nfe_grid": (0, 10, 50)}, "--nfe-grid must be in [1, 1000], got 0"),
+        ({"nfe_grid": (1, 2, 50)}, "--headline-nfe 10 is not one of --nfe-grid"),
+        ({"headline_nfe": 50}, "--headline-nfe must be >= 1 and below --baseline-nfe 50"),
+        ({"samples": 1}, "--samples must be >= 2 (for the FDD), got 1"),
+        ({"ref_samples": 200}, "--ref-samples must be in [2, --samples 128], got 200"),
+        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
+    ],
+)
+def test_bad_options_give_one_clear_error(change: dict, message: str) -> None:
+    import dataclasses
+
+    with pytest.raises(ValueError) as info:
+        dataclasses.replace(bench.FULL, **change).validate()
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+    for cfg in (bench.FULL, bench.QUICK, bench.DEMO):
+        cfg.validate()
 
 
-@pytest.mark.slow
-def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
-    from reference.harness import validate_result
+def test_command_line_rejects_a_bad_option_before_any_work(capsys) -> None:
+    from reference.harness.cli import main
 
-    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
-    result = sch.benchmark(quick=True, progress=False)
-    assert validate_result(result.to_dict()) == []
-    assert result.slug == "scheduler-tradeoff" and result.quick
-    assert {r.role for r in result.rows} == {"baseline", "technique", "control", "reference"}
-    exact = [a for a in result.aims if "max abs diff" in a.text]
-    assert len(exact) == 2 and all(a.met for a in exact)
-    for fig in result.figures:
-        assert (tmp_path / fig).is_file()
+    with pytest.raises(SystemExit) as info:
+        main("reference.scheduler_tradeoff", ["--bench", "--nfe-grid", "0,10,50"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("error: --nfe-grid must be in [1, 1000], got 0") and "\n" not in err
