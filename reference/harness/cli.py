@@ -26,7 +26,9 @@ A ``--bench`` run is *standard* only with no option changed, not ``--quick``, th
 count and no ``--out``; only a standard run writes ``reference/results/<slug>.json``. Any other
 run writes to ``artifacts/`` (or ``--out``) and is marked ``"standard": false``, which
 ``glossary bench --check`` and the site refuse as a committed result. Every argument is checked
-before any model is loaded; one benchmark runs at a time (a lock in ``artifacts/``).
+before any model is loaded; one benchmark runs at a time (a lock in ``artifacts/``), and a
+full run waits for the machine to be idle (load average at most :func:`max_load`) and is refused
+if another job competed with it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,54 @@ from reference.registry import REFERENCE_DIR, Technique, by_package
 DEFAULT_THREADS = 2
 ARTIFACTS = REFERENCE_DIR.parent / "artifacts"
 LOCK_PATH = ARTIFACTS / ".bench.lock"
+MAX_LOAD_ENV = "REFERENCE_MAX_LOAD"
+SETTLE_SECONDS = 240.0
+"""How long a benchmark waits for the load of an earlier run (or another job) to decay."""
+
+
+class BusyMachine(RuntimeError):
+    """The machine is too busy for a wall-clock measurement; nothing is written."""
+
+
+def max_load() -> float:
+    """The 1-minute load average a benchmark tolerates from *other* processes.
+
+    ``REFERENCE_MAX_LOAD`` overrides; the default, three quarters of the cores (1.5 on the
+    2-core reference machine), leaves room for the shell and the OS but not for a second job.
+    """
+    value = os.environ.get(MAX_LOAD_ENV)
+    if value:
+        try:
+            return float(value)
+        except ValueError:
+            raise UsageError(f"{MAX_LOAD_ENV}={value!r} is not a number") from None
+    return max(1.0, 0.75 * (os.cpu_count() or 1))
+
+
+def wait_until_idle(limit: float, timeout: float = SETTLE_SECONDS, poll: float = 5.0) -> float:
+    """Wait until the 1-minute load average is at most ``limit``; ``BusyMachine`` after
+    ``timeout`` seconds. Returns the load it started at."""
+    import time
+
+    start = time.monotonic()
+    told = False
+    while True:
+        load = os.getloadavg()[0]
+        if load <= limit:
+            return load
+        if time.monotonic() - start > timeout:
+            raise BusyMachine(
+                f"the machine is busy: load average {load:.2f} > {limit:.2f} after waiting "
+                f"{timeout:.0f} s; benchmarks time wall clock, so run them on an idle machine "
+                f"(or set {MAX_LOAD_ENV})"
+            )
+        if not told:
+            print(
+                f"waiting for the machine to settle (load {load:.2f} > {limit:.2f})",
+                file=sys.stderr,
+            )
+            told = True
+        time.sleep(poll)
 
 
 @dataclass(frozen=True)
@@ -74,6 +124,13 @@ def int_tuple(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"expected integers separated by commas: {text!r}"
         ) from None
+
+
+def out_dir(text: str) -> Path:
+    """argparse type of ``--out``: a folder path, never the empty string (which is ``.``)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path")
+    return Path(text)
 
 
 class UsageError(ValueError):
@@ -116,7 +173,7 @@ def parser(technique: Technique, bench: ModuleType) -> argparse.ArgumentParser:
         metavar="N",
         help=text.message("cli.threads", {"n": DEFAULT_THREADS}),
     )
-    p.add_argument("--out", type=Path, default=None, metavar="DIR", help=text.message("cli.out"))
+    p.add_argument("--out", type=out_dir, default=None, metavar="DIR", help=text.message("cli.out"))
     for opt in bench.OPTIONS:
         default = getattr(bench.FULL, opt.name)
         p.add_argument(
@@ -150,8 +207,6 @@ class Plan:
 def _check_out(out: Path | None) -> None:
     if out is None:
         return
-    if str(out).strip() == "":
-        raise UsageError("--out: empty path")
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a folder")
 
@@ -257,8 +312,17 @@ def run_benchmark(p: Plan) -> tuple[Any, Path]:
     lock = nullcontext() if p.quick else bench_lock()  # quick runs are tests, not figures
     with lock, tempfile.TemporaryDirectory(dir=p.out, prefix=".staging-") as tmp:
         staging = Path(tmp)
+        limit = max_load()
+        if not p.quick:
+            wait_until_idle(limit)
         with recording() as record:
             measurement = p.bench.benchmark(p.cfg, staging)
+        if not p.quick and record["load_end"][0] > limit + p.threads:
+            raise BusyMachine(
+                f"the load average rose to {record['load_end'][0]:.2f} during the run (more "
+                f"than this benchmark's {p.threads} threads above {limit:.2f}): another job "
+                "competed for the cores; nothing was written, rerun on an idle machine"
+            )
         result = BenchmarkResult(
             slug=p.technique.slug,
             module=p.technique.package,
@@ -336,7 +400,7 @@ def main(package: str, argv: Sequence[str] | None = None) -> NoReturn:
     except Exception as exc:
         from reference.zoo import ZooError
 
-        if isinstance(exc, ZooError | OSError):
+        if isinstance(exc, ZooError | OSError | BusyMachine):
             _fail(prog, str(exc), 1)
         raise
     raise SystemExit(0)
