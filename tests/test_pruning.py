@@ -1,6 +1,7 @@
 """reference.pruning: the structured prune keeps GroupNorm groups, attention heads and the
 attention temperature consistent, rebuilds from its configuration, really shrinks the model;
-unstructured pruning zeroes weights without changing FLOPs; the CLI fails cleanly."""
+unstructured pruning zeroes weights without changing FLOPs; apply_pruning follows its
+configuration; the benchmark configuration rejects bad options."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ from torch import nn
 
 from reference import pruning as pr
 from reference.pruning.structured import _example_inputs, _forward
-
-pytestmark = pytest.mark.xdist_group("pruning")
 
 
 def _fresh_unet() -> nn.Module:
@@ -105,7 +104,7 @@ def test_pruned_unet_is_smaller_runs_and_rebuilds_from_its_config(half) -> None:
     with torch.no_grad():
         a, b = _forward(pruned, inputs), _forward(rebuilt, inputs)
     assert a.shape == (2, 1, 16, 16)
-    assert torch.equal(a, b)
+    assert torch.allclose(a, b, atol=1e-6)
     # the input model is untouched
     assert unet.conv_in.out_channels == 32
 
@@ -187,27 +186,39 @@ def test_zoo_specs_describe_the_pruned_model_and_its_control() -> None:
         ft.build_model()
 
 
-def test_cli_rejects_bad_arguments_with_one_line() -> None:
-    with pytest.raises(SystemExit) as info:
-        pr.main(["--ratio", "1.0"])
-    assert str(info.value) == "error: pruning ratios must be in (0, 1), got [1.0]"
-    with pytest.raises(SystemExit) as info:
-        pr.main(["--steps", "0"])
-    assert str(info.value) == "error: steps must be >= 1, got 0"
+def test_apply_pruning_follows_its_config() -> None:
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.Flatten(), nn.Linear(16 * 6 * 6, 10))
+    sparse, report = pr.apply_pruning(model, pr.PruningConfig(ratio=0.5, structured=False))
+    assert pr.weight_sparsity(sparse) == pytest.approx(0.5, abs=1e-3)
+    assert report.params_after == report.params_before  # shapes unchanged
+    with pytest.raises(ValueError, match="unknown pruning criterion"):
+        pr.apply_pruning(model, pr.PruningConfig(criterion="bogus"))
 
 
 @pytest.mark.slow
-def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
-    from reference.harness import validate_result
+def test_apply_pruning_structured_equals_prune_unet(half) -> None:
+    unet, pruned, report = half
+    again, report2 = pr.apply_pruning(unet, pr.PruningConfig(ratio=0.5, criterion="l1"))
+    assert report2.config == report.config
+    inputs = _example_inputs(unet)
+    with torch.no_grad():
+        assert torch.allclose(_forward(again, inputs), _forward(pruned, inputs), atol=1e-5)
 
-    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
-    result = pr.benchmark(quick=True)
-    assert validate_result(result.to_dict()) == []
-    assert result.slug == "pruning" and result.quick
-    assert {r.role for r in result.rows} == {"baseline", "technique", "control", "reference"}
-    flops = {r.name: r.values["flops_ratio"] for r in result.rows}
-    assert min(flops.values()) < 0.3  # structured rows are really smaller
-    unstructured = [r for r in result.rows if r.name.startswith("unstructured")]
-    assert unstructured and all(r.values["flops_ratio"] == 1.0 for r in unstructured)
-    for fig in result.figures:
-        assert (tmp_path / fig).is_file()
+
+def test_bench_config_rejects_bad_options_with_one_line() -> None:
+    from dataclasses import replace
+
+    from reference.pruning.bench import FULL
+
+    for change, message in (
+        ({"ratios": (1.0,)}, r"--ratios must be in \(0, 1\), got \[1.0\]"),
+        ({"steps": 0}, "--steps must be >= 1, got 0"),
+        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
+        ({"criteria": ("bogus",)}, "--criteria: unknown 'bogus'"),
+        ({"n_samples": 1}, "--n-samples must be >= 2, got 1"),
+    ):
+        with pytest.raises(ValueError, match=message) as info:
+            replace(FULL, **change).validate()
+        assert "\n" not in str(info.value)
+    FULL.validate()

@@ -70,12 +70,25 @@ Production: Torch-Pruning (``tp.pruner.BasePruner``, ``tp.importance.TaylorImpor
 ``torch.nn.utils.prune`` (masks), NVIDIA's 2:4 sparsity (``torch.sparse.to_sparse_semi_structured``
 on GPUs), the Diff-Pruning code base built on Torch-Pruning.
 
-The module runs as ``python -m reference.pruning`` (``--help`` for options).
+Package
+-------
+``reference/pruning/``: :mod:`~reference.pruning.structured` (DepGraph pruning of a
+``UNet2DModel``, importance, rebuilding), :mod:`~reference.pruning.unstructured` (magnitude
+pruning), :mod:`~reference.pruning.api` (``PruningConfig`` + ``apply_pruning(model, config)``,
+the public shape), :mod:`~reference.pruning.zoo_specs` (the zoo's fine-tuned prune and its
+from-scratch control), :mod:`~reference.pruning.measure` and :mod:`~reference.pruning.bench`
+(the benchmark). Run ``python -m reference.pruning`` for the demo, ``--bench`` for the
+benchmark (``--help`` for options)::
+
+    from reference import zoo
+    from reference.pruning import PruningConfig, apply_pruning
+
+    small, report = apply_pruning(zoo.load_teacher(), PruningConfig(ratio=0.5, criterion="l1"))
 """
 
 from __future__ import annotations
 
-from .bench import BenchConfig, benchmark, main
+from .api import PruningConfig, apply_pruning
 from .structured import (
     CRITERIA,
     PruneReport,
@@ -97,10 +110,10 @@ from .zoo_specs import ZOO_SPECS, load_pruned
 __all__ = [
     "CRITERIA",
     "ZOO_SPECS",
-    "BenchConfig",
     "PruneReport",
+    "PruningConfig",
     "accumulate_gradients",
-    "benchmark",
+    "apply_pruning",
     "build_pruned_unet",
     "calibration_batches",
     "count_macs",
@@ -109,7 +122,6 @@ __all__ = [
     "importance",
     "load_pruned",
     "magnitude_prune",
-    "main",
     "prune_unet",
     "pruned_config",
     "rebuild",

@@ -49,7 +49,8 @@ def diffusion_loss(
 ) -> torch.Tensor:
     """The epsilon-prediction loss ``||eps - eps_theta(x_t, t, y)||^2`` at ``t < t_max``.
 
-    The objective the zoo teacher was trained with (Ho et al. 2020, arXiv:2006.11239), on the
+    The objective the zoo teacher was trained with (Ho et al. 2020, arXiv:2006.11239, Eq. (14)
+    with ``x_t`` from Eq. (4)), on the
     zoo's cosine schedule; ``t_max`` restricts the timesteps (Diff-Pruning drops the noisiest
     steps from its Taylor importance because their gradients carry little information).
     """
@@ -57,9 +58,9 @@ def diffusion_loss(
 
     noise = torch.randn(x0.shape, generator=generator)
     t = torch.randint(0, t_max, (x0.shape[0],), generator=generator)
-    x_t = noise_scheduler().add_noise(x0, noise, t)
+    x_t = noise_scheduler().add_noise(x0, noise, t)  # Eq. (4): sqrt(abar) x0 + sqrt(1 - abar) eps
     eps = model(x_t, t, class_labels=labels, return_dict=False)[0]
-    return F.mse_loss(eps, noise)
+    return F.mse_loss(eps, noise)  # Eq. (14): L_simple = ||eps - eps_theta(x_t, t)||^2
 
 
 def accumulate_gradients(

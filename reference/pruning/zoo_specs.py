@@ -9,8 +9,9 @@
   classification networks a pruned architecture trained from scratch often matches pruning +
   fine-tuning; Diff-Pruning reports the opposite for diffusion models at a short budget).
 
-``ZOO_SPECS`` is merged into the zoo registry (the registry (:func:`reference.registry.zoo_extension_modules`)):
-train with ``python scripts/train_zoo.py --only pruned_teacher,pruned_scratch`` and load with
+``ZOO_SPECS`` is merged into the zoo registry (through
+:func:`reference.registry.zoo_extension_modules`): train with
+``python scripts/train_zoo.py --only pruned_teacher,pruned_scratch`` and load with
 ``reference.zoo.load("pruned_teacher")``.
 """
 
