@@ -1,5 +1,6 @@
-"""reference.low_rank: exact identities of the truncated SVD (full rank reproduces the layer,
-Eckart-Young error), activation-aware optimality, rank selection, LoRA merging, the CLI."""
+"""reference.low_rank_inference: exact identities of the truncated SVD (full rank reproduces the
+layer, Eckart-Young error), activation-aware optimality, rank selection, LoRA merging,
+apply_low_rank and the benchmark configuration's checks."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from reference import low_rank as lr
+from reference import low_rank_inference as lr
 
 
 @pytest.mark.parametrize("whitened", [False, True])
@@ -140,41 +141,14 @@ def test_dit_full_rank_factorisation_reproduces_the_model() -> None:
     assert (a - b).abs().max() <= 1e-4
 
 
-def test_cli_rejects_bad_arguments_with_one_line() -> None:
-    with pytest.raises(SystemExit) as info:
-        lr.main(["--budget", "1.5"])
-    assert str(info.value) == "error: budgets must be in (0, 1], got [1.5]"
-    with pytest.raises(SystemExit) as info:
-        lr.main(["--steps", "0"])
-    assert str(info.value) == "error: steps must be >= 1, got 0"
-
-
-@pytest.mark.slow
-def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
-    from reference.harness import validate_result
-
-    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
-    result = lr.benchmark(quick=True)
-    assert validate_result(result.to_dict()) == []
-    assert result.slug == "low-rank-inference" and result.quick
-    roles = {r.role for r in result.rows}
-    assert roles == {"baseline", "technique", "control", "reference"}
-    exact = [a for a in result.aims if "max abs diff" in a.text]
-    assert len(exact) == 2 and all(a.met for a in exact)
-    for fig in result.figures:
-        assert (tmp_path / fig).is_file()
-
-
 @pytest.mark.parametrize("whitened", [False, True])
 def test_closed_form_output_error_matches_direct_computation(whitened: bool) -> None:
-    from reference.low_rank.bench import output_error_curve
-
     torch.manual_seed(7)
     lin = nn.Linear(12, 9)
     x = torch.randn(300, 12) @ torch.randn(12, 12)
     c = lr.input_second_moment(x, lin)
     spec = lr.spectrum(lin, c if whitened else None)
-    curve = output_error_curve(lin, c, spec)
+    curve = lr.output_error_curve(lin, c, spec)
     assert len(curve) == 9 and curve[-1] == pytest.approx(0.0, abs=1e-6)
     with torch.no_grad():
         target = lin(x) - lin.bias
@@ -182,3 +156,41 @@ def test_closed_form_output_error_matches_direct_computation(whitened: bool) -> 
             out = lr.factorize_layer(lin, r, spec)(x) - lin.bias
             direct = float((out - target).norm() / target.norm())
             assert curve[r - 1] == pytest.approx(direct, rel=1e-3, abs=1e-6)
+
+
+def test_apply_low_rank_follows_its_config() -> None:
+    torch.manual_seed(8)
+    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 64))
+    x = torch.randn(200, 16)
+    moments = lr.calibrate_second_moments(model, ["0", "2"], lambda m: m(x))
+    cfg = lr.LowRankConfig(("0", "2"), rank=10, method="svd")
+    new, plan = lr.apply_low_rank(model, cfg)
+    assert plan.ranks == {"2": 10} and plan.dense == ["0"]
+    assert isinstance(new[2], lr.LowRankLinear) and isinstance(model[2], nn.Linear)
+    full = lr.LowRankConfig(("0", "2"), energy=1.0, method="asvd")
+    exact, _ = lr.apply_low_rank(model, full, moments)
+    with torch.no_grad():
+        assert torch.allclose(exact(x), model(x), atol=1e-4)
+    with pytest.raises(ValueError, match="needs second_moments"):
+        lr.apply_low_rank(model, full)
+    with pytest.raises(ValueError, match="exactly one"):
+        lr.apply_low_rank(model, lr.LowRankConfig(("0",), rank=2, budget=0.5, method="svd"))
+
+
+def test_bench_config_rejects_bad_options_with_one_line() -> None:
+    from dataclasses import replace
+
+    from reference.low_rank_inference.bench import FULL
+
+    for change, message in (
+        ({"budgets": (1.5,)}, r"--budgets must be in \(0, 1\], got \[1.5\]"),
+        ({"steps": 0}, "--steps must be >= 1, got 0"),
+        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
+        ({"methods": ("bogus",)}, "--methods: unknown 'bogus'"),
+        ({"budgets": (0.3,)}, "--headline-budget 0.5 is not one of --budgets"),
+        ({"lora_rank": 0}, "--lora-rank must be in 1..96"),
+    ):
+        with pytest.raises(ValueError, match=message) as info:
+            replace(FULL, **change).validate()
+        assert "\n" not in str(info.value)
+    FULL.validate()

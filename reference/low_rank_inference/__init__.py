@@ -38,9 +38,9 @@ LoRA is the other low rank
 --------------------------
 LoRA (Hu et al. 2021, arXiv:2106.09685) trains ``W + (alpha / r) B A`` with ``W`` frozen: the low
 rank makes *fine-tuning* cheap, and for inference the adapter is merged back into ``W``
-(:class:`~reference.low_rank_inference.lora.LoRALinear`, ``merged()``), so it neither speeds up nor slows
-down the deployed model. Truncated SVD is the opposite: it changes the deployed architecture to
-make inference cheaper.
+(:class:`~reference.low_rank_inference.lora.LoRALinear`, ``merged()``), so it neither speeds up
+nor slows down the deployed model. Truncated SVD is the opposite: it changes the deployed
+architecture to make inference cheaper.
 
 When to use it, and pitfalls
 ----------------------------
@@ -58,49 +58,74 @@ Production: ``torch.linalg.svd`` / ``svd_lowrank``; the factorised layers are or
 ``nn.Linear`` / ``nn.Conv2d`` pairs that any runtime executes; LoRA via ``peft`` and diffusers'
 ``load_lora_weights`` / ``fuse_lora``.
 
-The module runs as ``python -m reference.low_rank_inference`` (``--help`` for options).
+Package
+-------
+``reference/low_rank_inference/``: :mod:`~reference.low_rank_inference.factorize` (the matrix
+view, spectra, the factor-pair layers, the closed-form output error),
+:mod:`~reference.low_rank_inference.plan` (rank selection, model surgery, calibration, and the
+public shape ``LowRankConfig`` + ``apply_low_rank(model, config, second_moments)``),
+:mod:`~reference.low_rank_inference.lora` (the contrast), and the benchmark in
+:mod:`~reference.low_rank_inference.measure`, :mod:`~reference.low_rank_inference.figures` and
+:mod:`~reference.low_rank_inference.bench`. Run ``python -m reference.low_rank_inference`` for
+the demo, ``--bench`` for the benchmark (``--help`` for options)::
+
+    from reference import zoo
+    from reference.low_rank_inference import LowRankConfig, apply_low_rank, dit_target_layers
+
+    dit = zoo.load_dit()
+    small, plan = apply_low_rank(dit, LowRankConfig(tuple(dit_target_layers(dit)), budget=0.5,
+                                                    method="svd"))
 """
 
 from __future__ import annotations
 
-from .bench import BenchConfig, benchmark, dit_target_layers, main
 from .factorize import (
-    FactorizationPlan,
     LowRankConv2d,
     LowRankLinear,
     Spectrum,
-    apply_plan,
     break_even_rank,
-    calibrate_second_moments,
     factorize_layer,
     input_second_moment,
     max_rank,
-    plan_factorization,
-    rank_for_energy,
-    ranks_for_budget,
+    output_error_curve,
     spectrum,
 )
 from .lora import LoRALinear, train_lora_demo
+from .plan import (
+    DIT_TARGETS,
+    FactorizationPlan,
+    LowRankConfig,
+    apply_low_rank,
+    apply_plan,
+    calibrate_second_moments,
+    dit_target_layers,
+    plan_factorization,
+    rank_for_energy,
+    ranks_for_budget,
+    record_inputs,
+)
 
 __all__ = [
-    "BenchConfig",
+    "DIT_TARGETS",
     "FactorizationPlan",
     "LoRALinear",
+    "LowRankConfig",
     "LowRankConv2d",
     "LowRankLinear",
     "Spectrum",
+    "apply_low_rank",
     "apply_plan",
-    "benchmark",
     "break_even_rank",
     "calibrate_second_moments",
     "dit_target_layers",
     "factorize_layer",
     "input_second_moment",
-    "main",
     "max_rank",
+    "output_error_curve",
     "plan_factorization",
     "rank_for_energy",
     "ranks_for_budget",
+    "record_inputs",
     "spectrum",
     "train_lora_demo",
 ]

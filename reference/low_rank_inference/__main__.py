@@ -1,5 +1,5 @@
-"""``python -m reference.low_rank_inference``: see ``--help``."""
+"""``python -m reference.low_rank_inference``: the shared technique command line (``--help``)."""
 
-from .bench import main
+from reference.harness.cli import main
 
-raise SystemExit(main())
+main(__package__)

@@ -5,8 +5,6 @@ See :mod:`reference.low_rank_inference` for the idea, the math and the pitfalls.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -168,7 +166,7 @@ def factorize_layer(
     if not 1 <= rank <= full:
         raise ValueError(f"rank must be in 1..{full} for this {type(layer).__name__}, got {rank}")
     spec = spec or spectrum(layer)
-    root = spec.s[:rank].sqrt()
+    root = spec.s[:rank].sqrt()  # W_r = (U_r sqrt(s_r)) (sqrt(s_r) V_r^T): the symmetric split
     a = root[:, None] * spec.vh[:rank]
     if spec.m_inv is not None:
         a = a @ spec.m_inv
@@ -189,177 +187,22 @@ def factorize_layer(
     return new.to(layer.weight.device)
 
 
-# --------------------------------------------------------------------------- rank selection
-
-
-def rank_for_energy(spec: Spectrum, threshold: float) -> int:
-    """Smallest rank keeping at least ``threshold`` of ``sum(s^2)`` (0 < threshold <= 1)."""
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"energy threshold must be in (0, 1], got {threshold}")
-    kept = spec.energy
-    return int(min(len(kept), int((kept < threshold - 1e-12).sum()) + 1))
-
-
-def ranks_for_budget(
-    spectra: Mapping[str, Spectrum],
-    costs: Mapping[str, tuple[int, int]],
-    budget: float,
-) -> dict[str, int]:
-    """Ranks that spend ``budget`` x the dense multiply-adds of all layers together.
-
-    ``costs[name] = (in_dim, out_dim)``; a rank-r factor pair costs ``r (in + out)`` against
-    ``in * out`` dense. Singular values of all layers compete for the budget in order of
-    relative energy per unit cost, ``(s_i^2 / sum_j s_j^2) / (in + out)`` (greedy; optimal for
-    the sum of relative squared errors when costs are equal). Every layer keeps rank >= 1.
-    """
-    if not 0.0 < budget <= 1.0:
-        raise ValueError(f"budget must be in (0, 1], got {budget}")
-    total = sum(i * o for i, o in costs.values())
-    ranks = dict.fromkeys(spectra, 1)
-    spent = sum(sum(costs[n]) for n in spectra)
-    scores: list[tuple[float, str]] = []
-    for name, spec in spectra.items():
-        e = spec.s.double() ** 2
-        rel = (e / e.sum().clamp_min(1e-300)).tolist()
-        unit = sum(costs[name])
-        scores += [(v / unit, name) for v in rel[1:]]
-    for _, name in sorted(scores, key=lambda t: -t[0]):
-        unit = sum(costs[name])
-        if spent + unit > budget * total:
-            continue
-        ranks[name] += 1
-        spent += unit
-    return ranks
-
-
-# --------------------------------------------------------------------------- model surgery
-
-
-def _set_submodule(model: nn.Module, name: str, new: nn.Module) -> None:
-    parent, _, child = name.rpartition(".")
-    setattr(model.get_submodule(parent) if parent else model, child, new)
-
-
 @torch.no_grad()
-def record_inputs(
-    model: nn.Module, names: Iterable[str], run: Callable[[nn.Module], object]
-) -> dict[str, torch.Tensor]:
-    """Inputs of the named submodules during ``run(model)`` (concatenated over calls)."""
-    seen: dict[str, list[torch.Tensor]] = {n: [] for n in names}
-    hooks = [
-        model.get_submodule(n).register_forward_hook(
-            lambda m, i, o, n=n: seen[n].append(i[0].detach().clone())
-        )
-        for n in seen
-    ]
-    try:
-        run(model)
-    finally:
-        for h in hooks:
-            h.remove()
-    return {n: torch.cat(v) for n, v in seen.items() if v}
+def output_error_curve(
+    layer: nn.Module, second_moment: torch.Tensor, spec: Spectrum
+) -> list[float]:
+    """Relative output error ``sqrt(tr(D C D^T) / tr(W C W^T))``, ``D = W - W_r``, for every
+    rank ``r = 1..max`` in closed form.
 
-
-@dataclass
-class FactorizationPlan:
-    """Which layers get which rank, and why (``dense`` layers are left as they are)."""
-
-    ranks: dict[str, int]
-    full_ranks: dict[str, int]
-    errors: dict[str, float]
-    dense: list[str]
-
-    def params_kept(self, model: nn.Module) -> float:
-        """Fraction of the planned layers' weight entries kept (dense layers count fully)."""
-        before = after = 0
-        for name in self.full_ranks:
-            out_f, in_f = weight_matrix(model.get_submodule(name)).shape
-            before += out_f * in_f
-            r = self.ranks.get(name)
-            after += out_f * in_f if r is None else r * (out_f + in_f)
-        return after / before
-
-
-def plan_factorization(
-    model: nn.Module,
-    names: Iterable[str],
-    *,
-    energy: float | None = None,
-    budget: float | None = None,
-    rank: int | None = None,
-    second_moments: Mapping[str, torch.Tensor] | None = None,
-) -> tuple[FactorizationPlan, dict[str, Spectrum]]:
-    """Choose a rank per layer by ``energy`` threshold, global ``budget`` or a fixed ``rank``.
-
-    Exactly one criterion must be given. Layers whose chosen rank is above their break-even
-    rank stay dense (the factor pair would cost more than the original).
+    ``W M = sum_i s_i u_i v_i^T`` gives ``D = sum_{i>r} s_i u_i v_i^T M^{-1}`` and, the ``u_i``
+    being orthonormal, ``tr(D C D^T) = sum_{i>r} s_i^2 q_i`` with
+    ``q_i = v_i^T M^{-1} C M^{-T} v_i`` (``q_i = 1`` for activation-aware SVD up to its ridge).
     """
-    if sum(v is not None for v in (energy, budget, rank)) != 1:
-        raise ValueError("give exactly one of energy, budget, rank")
-    names = list(names)
-    layers = {n: model.get_submodule(n) for n in names}
-    specs = {
-        n: spectrum(m, None if second_moments is None else second_moments[n])
-        for n, m in layers.items()
-    }
-    if energy is not None:
-        chosen = {n: rank_for_energy(s, energy) for n, s in specs.items()}
-    elif budget is not None:
-        costs = {n: tuple(reversed(weight_matrix(m).shape)) for n, m in layers.items()}
-        chosen = ranks_for_budget(specs, costs, budget)  # type: ignore[arg-type]
-    else:
-        assert rank is not None
-        for n, m in layers.items():
-            if not 1 <= rank <= max_rank(m):
-                raise ValueError(f"rank must be in 1..{max_rank(m)} for layer {n}, got {rank}")
-        chosen = dict.fromkeys(names, rank)
-    full = {n: max_rank(m) for n, m in layers.items()}
-    ranks, dense = {}, []
-    for n, r in chosen.items():
-        if r > break_even_rank(layers[n]) and r < full[n]:
-            dense.append(n)
-        else:
-            ranks[n] = r
-    errors = {n: specs[n].error_at(r) for n, r in ranks.items()}
-    return FactorizationPlan(ranks, full, errors, dense), specs
-
-
-def apply_plan(
-    model: nn.Module, plan: FactorizationPlan, spectra: Mapping[str, Spectrum]
-) -> nn.Module:
-    """A copy of ``model`` with the planned layers replaced by their factorisations."""
-    out = copy.deepcopy(model)
-    for name, r in plan.ranks.items():
-        _set_submodule(out, name, factorize_layer(model.get_submodule(name), r, spectra[name]))
-    return out.eval()
-
-
-@torch.no_grad()
-def calibrate_second_moments(
-    model: nn.Module, names: Iterable[str], run: Callable[[nn.Module], object]
-) -> dict[str, torch.Tensor]:
-    """``E[x x^T]`` of every named layer's input vectors during ``run(model)``.
-
-    Accumulated in float64 inside forward hooks (no activations are kept), so calibration can
-    cover a whole sampling trajectory.
-    """
-    sums: dict[str, torch.Tensor] = {}
-    counts: dict[str, int] = {}
-
-    def hook(name: str, layer: nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
-        x = _input_vectors(inputs[0], layer).double()
-        sums[name] = sums[name] + x.T @ x if name in sums else x.T @ x
-        counts[name] = counts.get(name, 0) + x.shape[0]
-
-    hooks = [
-        model.get_submodule(n).register_forward_pre_hook(
-            lambda m, i, n=n: hook(n, m, i)  # type: ignore[misc]
-        )
-        for n in names
-    ]
-    try:
-        run(model)
-    finally:
-        for h in hooks:
-            h.remove()
-    return {n: sums[n] / counts[n] for n in sums}
+    w = weight_matrix(layer).double()
+    c = second_moment.double()
+    v = spec.vh if spec.m_inv is None else spec.vh @ spec.m_inv
+    q = torch.einsum("ij,jk,ik->i", v, c, v)
+    tail = torch.flip(torch.cumsum(torch.flip(spec.s.double() ** 2 * q, [0]), 0), [0])
+    denom = torch.trace(w @ c @ w.T)
+    tail = torch.cat([tail[1:], tail.new_zeros(1)])  # error after keeping r = 1..len(s)
+    return (tail.clamp_min(0) / denom).sqrt().tolist()

@@ -19,7 +19,8 @@ from torch import nn
 
 
 class LoRALinear(nn.Module):
-    """``y = W x + b + (alpha / r) B (A x)`` around a frozen ``nn.Linear``."""
+    """``y = W x + b + (alpha / r) B (A x)`` around a frozen ``nn.Linear`` (Hu et al. 2021,
+    Eq. (3): ``h = W0 x + Delta W x = W0 x + B A x``, scaled by ``alpha / r``)."""
 
     def __init__(self, base: nn.Linear, rank: int, alpha: float | None = None) -> None:
         super().__init__()
@@ -36,13 +37,13 @@ class LoRALinear(nn.Module):
         self.lora_b = nn.Parameter(torch.zeros(base.out_features, rank))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.base(x) + self.scaling * (x @ self.lora_a.T) @ self.lora_b.T
+        return self.base(x) + self.scaling * (x @ self.lora_a.T) @ self.lora_b.T  # Eq. (3)
 
     @torch.no_grad()
     def merged(self) -> nn.Linear:
         """A plain ``nn.Linear`` with ``W + (alpha / r) B A``: same output, no adapter cost."""
         out = copy.deepcopy(self.base)
-        out.weight.add_(self.scaling * self.lora_b @ self.lora_a)
+        out.weight.add_(self.scaling * self.lora_b @ self.lora_a)  # W' = W0 + (alpha / r) B A
         return out
 
 
