@@ -1,5 +1,6 @@
 """reference.conv_fusion: the BN fold against torch's own fusion APIs, the fx rewrite's
-invariants, the GroupNorm counter-example, Q/K/V fusion in a diffusers U-Net, the CLI."""
+invariants, the GroupNorm counter-example, Q/K/V fusion in a diffusers U-Net, apply_conv_fusion
+and the benchmark configuration's checks."""
 
 from __future__ import annotations
 
@@ -190,28 +191,34 @@ def test_unet_qkv_and_norm_affine_fusion_equals_original() -> None:
     assert cf.max_abs_diff(out, ref) <= cf.TOLERANCE
 
 
-def test_cli_rejects_bad_arguments_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as info:
-        cf.main(["--batch", "0"])
-    assert str(info.value) == "error: batch sizes must be >= 1, got [0]"
-    with pytest.raises(SystemExit) as info:
-        cf.main(["--depth", "2"])
-    assert str(info.value).startswith("error: need width >= 1 and depth >= 3")
-    with pytest.raises(SystemExit):
-        cf.main(["--batch", "x"])  # argparse: exit status 2 with a usage line
-    assert "invalid int value" in capsys.readouterr().err
+def test_apply_conv_fusion_follows_its_config() -> None:
+    model = cf.make_toy_denoiser(width=8, depth=4)
+    x = torch.randn(2, 1, 16, 16)
+    fused, report = cf.apply_conv_fusion(model, cf.FusionConfig(fuse_relu=True))
+    folded, _ = cf.apply_conv_fusion(model, cf.FusionConfig(fuse_relu=False))
+    assert any(isinstance(m, cf.ConvReLU) for m in fused.modules())
+    assert not any(isinstance(m, cf.ConvReLU) for m in folded.modules())
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in folded.modules())
+    with torch.no_grad():
+        ref = model(x)
+        assert cf.max_abs_diff(fused(x), ref) <= cf.TOLERANCE
+        assert cf.max_abs_diff(folded(x), ref) <= cf.TOLERANCE
+    assert report is not None
 
 
-@pytest.mark.slow
-def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
-    from reference.harness import validate_result
+def test_bench_config_rejects_bad_options_with_one_line() -> None:
+    from dataclasses import replace
 
-    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
-    result = cf.benchmark(quick=True)
-    data = result.to_dict()
-    assert validate_result(data) == []
-    assert data["slug"] == "conv-fusion" and data["quick"] is True
-    assert {r["role"] for r in data["rows"]} >= {"baseline", "technique", "reference"}
-    exact = [a for a in result.aims if "equal" in a.text]
-    assert exact and all(a.met for a in exact)
-    assert (tmp_path / "conv-fusion.png").is_file()
+    from reference.conv_fusion.bench import FULL, flag
+
+    for change, message in (
+        ({"batches": (0,)}, r"--batches must be >= 1, got \[0\]"),
+        ({"depth": 2}, "--depth must be >= 3, got 2"),
+        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
+        ({"headline_batch": 7}, "--headline-batch 7 is not one of --batches"),
+    ):
+        with pytest.raises(ValueError, match=message) as info:
+            replace(FULL, **change).validate()
+        assert "\n" not in str(info.value)
+    FULL.validate()
+    assert flag("no") is False and flag("YES") is True

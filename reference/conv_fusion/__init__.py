@@ -70,12 +70,25 @@ Production APIs: ``torch.ao.quantization.fuse_modules`` / ``torch.nn.utils.fusio
 ``torch.fx.experimental.optimization.fuse``, Inductor's freezing pass, TensorRT and ONNX Runtime
 graph optimisations, diffusers' ``fuse_qkv_projections``.
 
-The module runs as ``python -m reference.conv_fusion`` (``--help`` for options).
+Package
+-------
+``reference/conv_fusion/``: :mod:`~reference.conv_fusion.fold` (the fold, the fx rewrite and the
+public shape ``FusionConfig`` + ``apply_conv_fusion(model, config)``),
+:mod:`~reference.conv_fusion.groupnorm` (why GroupNorm cannot be folded; Q/K/V fusion),
+:mod:`~reference.conv_fusion.denoiser` (the toy BN denoiser and the traffic estimate), and the
+benchmark in :mod:`~reference.conv_fusion.measure`, :mod:`~reference.conv_fusion.unet`,
+:mod:`~reference.conv_fusion.rows` and :mod:`~reference.conv_fusion.bench`. Run
+``python -m reference.conv_fusion`` for the demo, ``--bench`` for the benchmark (``--help`` for
+options)::
+
+    from reference import zoo
+    from reference.conv_fusion import FusionConfig, apply_conv_fusion
+
+    fused, report = apply_conv_fusion(zoo.load_classifier(), FusionConfig(fuse_relu=True))
 """
 
 from __future__ import annotations
 
-from .bench import BenchConfig, benchmark, main
 from .denoiser import (
     ToyBNDenoiser,
     TrafficEstimate,
@@ -87,7 +100,9 @@ from .denoiser import (
 from .fold import (
     TOLERANCE,
     ConvReLU,
+    FusionConfig,
     FusionReport,
+    apply_conv_fusion,
     conv_bn_relu_groups,
     fold_bn_weights,
     fold_conv_bn,
@@ -107,15 +122,15 @@ from .groupnorm import (
 
 __all__ = [
     "TOLERANCE",
-    "BenchConfig",
     "ConvReLU",
     "FrozenGroupNorm",
+    "FusionConfig",
     "FusionReport",
     "GroupNormFoldError",
     "ToyBNDenoiser",
     "TrafficEstimate",
+    "apply_conv_fusion",
     "batchnorm_pass",
-    "benchmark",
     "calibrate_batchnorm",
     "conv_bn_relu_groups",
     "fold_attention_norm_affine",
@@ -127,7 +142,6 @@ __all__ = [
     "fuse_unet_attention",
     "fuse_with_torch_ao",
     "groupnorm_fold_error",
-    "main",
     "make_toy_denoiser",
     "max_abs_diff",
     "traffic_estimate",

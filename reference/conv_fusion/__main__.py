@@ -1,5 +1,5 @@
-"""``python -m reference.conv_fusion``: see ``--help``."""
+"""``python -m reference.conv_fusion``: the shared technique command line (see ``--help``)."""
 
-from .bench import main
+from reference.harness.cli import main
 
-raise SystemExit(main())
+main(__package__)

@@ -41,9 +41,11 @@ def fold_bn_weights(
     b = torch.zeros(w.shape[0], dtype=torch.float64) if bias is None else bias.detach().double()
     gamma = torch.ones_like(b) if bn.weight is None else bn.weight.detach().double()
     beta = torch.zeros_like(b) if bn.bias is None else bn.bias.detach().double()
-    scale = gamma / torch.sqrt(bn.running_var.double() + bn.eps)
-    w_folded = w * scale.reshape(-1, *([1] * (w.dim() - 1)))
-    b_folded = (b - bn.running_mean.double()) * scale + beta
+    # Ioffe & Szegedy 2015, Algorithm 2, step 11 (inference BN):
+    # y = gamma / sqrt(Var[x] + eps) * x + (beta - gamma E[x] / sqrt(Var[x] + eps))
+    scale = gamma / torch.sqrt(bn.running_var.double() + bn.eps)  # s = gamma / sqrt(var + eps)
+    w_folded = w * scale.reshape(-1, *([1] * (w.dim() - 1)))  # W' = s W
+    b_folded = (b - bn.running_mean.double()) * scale + beta  # b' = s (b - mu) + beta
     return w_folded.to(dtype), b_folded.to(dtype)
 
 
@@ -230,3 +232,19 @@ def fuse_with_torch_ao(model: nn.Module) -> nn.Module:
 def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     """``max |a - b|`` as a Python float."""
     return float((a.detach().float() - b.detach().float()).abs().max())
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """What :func:`apply_conv_fusion` fuses: always ``conv -> BatchNorm`` (the weight fold);
+    with ``fuse_relu`` also ``folded conv -> ReLU`` into :class:`ConvReLU`."""
+
+    fuse_relu: bool = True
+
+
+def apply_conv_fusion(
+    model: nn.Module, config: FusionConfig | None = None
+) -> tuple[fx.GraphModule, FusionReport]:
+    """The public shape of the technique (like diffusers' ``apply_*`` hooks): a fused copy of
+    the eval-mode ``model`` and its :class:`FusionReport` (:func:`fuse_conv_bn_relu`)."""
+    return fuse_conv_bn_relu(model, fuse_relu=(config or FusionConfig()).fuse_relu)
