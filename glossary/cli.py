@@ -111,6 +111,13 @@ def lang_code(value: str) -> str:
     )
 
 
+def output_path(value: str) -> Path:
+    """argparse type for ``-o``: a path, never the empty string (which would mean ``.``)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(_("the output path is empty; name a file"))
+    return Path(clean_text(value))
+
+
 def positive_int(value: str) -> int:
     """argparse type for ``--limit``: an integer from 1 to 100."""
     try:
@@ -190,7 +197,7 @@ def build_parser() -> Parser:
     s.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=output_path,
         metavar="FILE",
         help=_("write to FILE (default: standard output)"),
     )
@@ -458,6 +465,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_error(exc: Any, target: Path) -> str:
+    """The one line that says, in the UI language, why ``target`` cannot be written."""
+    where = {"path": target, "folder": target.parent}
+    return {
+        "empty": _("the output path is empty; name a file"),
+        "no-folder": _("cannot write %(path)s: folder %(folder)s does not exist") % where,
+        "is-folder": _("cannot write %(path)s: it is a folder; name a file") % where,
+        "not-a-file": _("cannot write %(path)s: not a regular file, pipe or terminal") % where,
+    }.get(exc.kind, str(exc))
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from .export import WRITERS, export_to
 
@@ -465,13 +483,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.output is None:
         WRITERS[args.format](g, sys.stdout)
         return 0
+    from .safewrite import WriteError
+
     target: Path = args.output
-    if not target.parent.is_dir():
+    try:
+        export_to(g, args.format, target)
+    except WriteError as exc:
+        raise CliError(_write_error(exc, target)) from None
+    except OSError as exc:
         raise CliError(
-            _("cannot write %(path)s: folder %(folder)s does not exist")
-            % {"path": target, "folder": target.parent}
-        )
-    export_to(g, args.format, target)
+            _("cannot write %(path)s: %(error)s") % {"path": target, "error": exc.strerror or exc}
+        ) from None
     print(_("wrote %(path)s") % {"path": target}, file=sys.stderr)
     return 0
 

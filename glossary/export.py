@@ -20,9 +20,10 @@ Formats
   directions of every two-way link are stated; links an entry marks ``one_way`` are
   ``rdfs:seeAlso`` instead (see :mod:`glossary.links`).
 
-Writing a file is atomic: the text goes to a temporary file in the target's folder, which
-replaces the target only once complete (``os.replace``); on any failure the temporary file is
-removed and the previous target, if any, is untouched.
+Writing a file goes through :mod:`glossary.safewrite`: a regular file is replaced atomically
+(its mode kept), a symlink is followed, a pipe or device is written through and never replaced,
+a folder or a missing folder is refused with one line; on any failure (or SIGTERM/SIGINT) the
+temporary file is removed and the previous target, if any, is untouched.
 """
 
 from __future__ import annotations
@@ -30,12 +31,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from . import __version__
 from .model import Entry, Glossary, Source
@@ -329,21 +328,18 @@ def export_text(g: Glossary, fmt: str) -> str:
 
 
 def write_atomic(path: Path, write: Callable[[TextIO], None]) -> None:
-    """Call ``write`` on a temporary file next to ``path`` and move it into place when done.
+    """Call ``write`` on a text stream that :mod:`glossary.safewrite` puts in place at ``path``:
+    atomically for a regular file (mode kept), written through for a pipe or device, refused
+    with one line for a folder or a missing folder; nothing half-written on any failure."""
+    from .safewrite import write_with
 
-    If ``write`` raises, the temporary file is deleted and ``path`` is left as it was.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            write(out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    def binary(fh: BinaryIO) -> None:
+        out = io.TextIOWrapper(fh, encoding="utf-8", newline="", write_through=True)
+        write(out)
+        out.flush()
+        out.detach()
+
+    write_with(path, binary)
 
 
 def export_to(g: Glossary, fmt: str, path: Path) -> None:

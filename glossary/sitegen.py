@@ -587,10 +587,10 @@ def write_if_changed(path: Path, text: str | bytes, report: Report) -> None:
     if path.is_file() and path.read_bytes() == data:
         report.unchanged += 1
         return
+    from glossary.safewrite import atomic_write_bytes
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    atomic_write_bytes(path, data)
     report.written.append(path)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +59,13 @@ def read_manifest(zoo_dir: Path | None = None) -> dict[str, Any]:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
+    """Write ``data`` to ``path`` atomically with the project's one writer
+    (:func:`glossary.safewrite.atomic_write_bytes`: temporary file in the same folder, fsync,
+    mode kept, rename)."""
+    from glossary.safewrite import atomic_write_bytes as write
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; weights and manifest are shared files
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write(path, data)
 
 
 def update_manifest(name: str, entry: dict[str, Any], zoo_dir: Path | None = None) -> None:
