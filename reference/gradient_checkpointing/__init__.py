@@ -25,15 +25,31 @@ number of checkpoints.
 
 What this package shows
 -----------------------
-* :mod:`~.policies` - four placements on the zoo's ``diffusers.UNet2DModel``: diffusers' own
-  ``enable_gradient_checkpointing()`` (ResNet blocks), every ResNet and attention block
-  (:func:`~.policies.checkpoint_modules`), every down/mid/up stage and ``round(sqrt(n))``
-  segments of stages (:func:`~.policies.staged_forward`); and a plain chain of residual blocks
-  (:func:`~.policies.make_chain`, ``checkpoint_sequential``) where the ``sqrt(n)`` law is exact.
-* :mod:`~.memory` - the peak of live activation bytes over the whole step, next to the
-  harness's count of bytes retained after the forward pass.
-* :mod:`~.bench` - the benchmark: retained and peak memory, interleaved step time, FLOPs with
-  recomputation, gradient equality, and gradient accumulation as the matched-cost control.
+* :mod:`reference.gradient_checkpointing.api` - the public shape:
+  ``apply_gradient_checkpointing(unet, CheckpointConfig(policy=...))`` patches a
+  ``diffusers.UNet2DModel`` in place with one of four placements - diffusers' own
+  ``enable_gradient_checkpointing()`` (ResNet blocks), every ResNet and attention block, every
+  down/mid/up stage, or ``round(sqrt(n))`` segments of stages - and
+  ``remove_gradient_checkpointing`` undoes it.
+* :mod:`reference.gradient_checkpointing.policies` - the placements themselves
+  (:func:`~.policies.checkpoint_modules`, :func:`~.policies.staged_forward`) and a plain chain of
+  residual blocks (:func:`~.policies.make_chain`, ``checkpoint_sequential``) where the ``sqrt(n)``
+  law is exact.
+* :mod:`reference.gradient_checkpointing.memory` - the peak of live activation bytes over the
+  whole step, next to the harness's count of bytes retained after the forward pass.
+* :mod:`reference.gradient_checkpointing.measure` - one training step per policy (retained and
+  peak memory, FLOPs with recomputation, gradients), the chain law and peak RSS;
+  :mod:`reference.gradient_checkpointing.figures` draws them;
+  :mod:`reference.gradient_checkpointing.bench` is the benchmark (``python -m
+  reference.gradient_checkpointing``, see ``--help``), with interleaved step times and gradient
+  accumulation as the matched-memory control.
+
+Usage::
+
+    from reference.gradient_checkpointing import CheckpointConfig, apply_gradient_checkpointing
+    apply_gradient_checkpointing(unet, CheckpointConfig(policy="sqrt"))
+    loss = F.mse_loss(unet(x_t, t, class_labels=y).sample, noise)
+    loss.backward()  # each segment's forward runs again here, just before its gradient
 
 When to use it
 --------------
@@ -83,8 +99,14 @@ training scripts); ``torch.distributed.algorithms._checkpoint.checkpoint_wrapper
 
 from __future__ import annotations
 
-from .bench import POLICIES, benchmark, measure, prepare, training_batch
-from .cli import main
+from .api import (
+    POLICIES,
+    CheckpointConfig,
+    apply_gradient_checkpointing,
+    remove_gradient_checkpointing,
+    stage_segments,
+)
+from .measure import chain_point, measure_policy, prepare, training_batch
 from .memory import ActivationMeter, peak_activation_bytes
 from .policies import (
     chain_loss,
@@ -100,17 +122,20 @@ from .policies import (
 __all__ = [
     "POLICIES",
     "ActivationMeter",
-    "benchmark",
+    "CheckpointConfig",
+    "apply_gradient_checkpointing",
     "chain_loss",
+    "chain_point",
     "checkpoint_modules",
     "even_segments",
-    "main",
     "make_chain",
-    "measure",
+    "measure_policy",
     "peak_activation_bytes",
     "prepare",
+    "remove_gradient_checkpointing",
     "remove_module_checkpoints",
     "sqrt_segments",
+    "stage_segments",
     "staged_forward",
     "training_batch",
     "unet_stages",

@@ -1,5 +1,5 @@
-"""``python -m reference.gradient_checkpointing`` (see ``--help``)."""
+"""``python -m reference.gradient_checkpointing``: the shared technique CLI (``--help``)."""
 
-from .cli import main
+from reference.harness.cli import main
 
-raise SystemExit(main())
+main(__package__)
