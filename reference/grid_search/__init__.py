@@ -43,17 +43,25 @@ Pitfalls
 
 In production: ``optuna.samplers.GridSampler`` + ``optuna.storages.RDBStorage`` (this module),
 Ray Tune's ``tune.grid_search``, or W&B sweeps ``method: grid``.
+
+Package ``reference/grid_search/``: :mod:`reference.grid_search.search` (the crash-safe worker on
+an RDB storage, :func:`~.search.run_grid`), :mod:`reference.grid_search.objective` (what a grid
+point costs and how good it is; the training-hyperparameter objective),
+:mod:`reference.grid_search.analysis` (Pareto front, choice rule, grid vs random vs TPE) and
+:mod:`reference.grid_search.bench` (configuration, benchmark, and the worker as the demo). One
+worker: ``python -m reference.grid_search --storage URL --study NAME --space full`` (the same
+command on every machine); the benchmark: ``--bench`` (see ``--help``).
 """
 
 from __future__ import annotations
 
-from .analysis import best_so_far_curves, pareto_front
-from .bench import benchmark, main
+from .analysis import best_so_far_curves, choose, pareto_front, same_point
 from .objective import (
     DEFAULT_POINT,
     FULL_SPACE,
     QUICK_SPACE,
     SAMPLERS,
+    SPACES,
     TRAIN_SPACE,
     model_objective,
     toy_objective,
@@ -66,6 +74,7 @@ from .search import (
     grid_points,
     grid_status,
     open_study,
+    run_grid,
     run_worker,
 )
 
@@ -74,19 +83,21 @@ __all__ = [
     "FULL_SPACE",
     "QUICK_SPACE",
     "SAMPLERS",
+    "SPACES",
     "TRAIN_SPACE",
     "GridStatus",
-    "benchmark",
     "best_so_far_curves",
+    "choose",
     "completed_table",
     "fail_orphaned_trials",
     "grid_points",
     "grid_status",
-    "main",
     "model_objective",
     "open_study",
     "pareto_front",
+    "run_grid",
     "run_worker",
+    "same_point",
     "toy_objective",
     "train_objective",
 ]

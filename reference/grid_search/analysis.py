@@ -21,6 +21,28 @@ def pareto_front(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list
     return sorted(front, key=lambda r: r[keys[-1]])
 
 
+def same_point(row: Mapping[str, Any], point: Mapping[str, Any]) -> bool:
+    """Whether ``row`` is the grid point ``point`` (sampler, steps and guidance agree)."""
+    return all(row[k] == point[k] for k in ("sampler", "steps", "guidance"))
+
+
+def choose(
+    rows: Sequence[Mapping[str, Any]],
+    default: Mapping[str, Any],
+    tolerance: float,
+    cost_target: float,
+) -> Mapping[str, Any]:
+    """The choice rule: among the points whose FDD is within ``tolerance`` times the default's
+    and whose latency is at most ``cost_target`` times the default's, the best FDD; if there is
+    none, the cheapest point within the tolerance."""
+    base = next(r for r in rows if same_point(r, default))
+    ok = [r for r in rows if r["fd_digits"] <= tolerance * base["fd_digits"]]
+    cheap = [r for r in ok if r["latency_ms"] <= cost_target * base["latency_ms"]]
+    if cheap:
+        return min(cheap, key=lambda r: (r["fd_digits"], r["latency_ms"]))
+    return min(ok, key=lambda r: r["latency_ms"])
+
+
 def best_so_far_curves(
     table: Mapping[tuple[Any, ...], float],
     space: Mapping[str, Sequence[Any]],

@@ -29,9 +29,11 @@ FULL_SPACE: dict[str, list[Any]] = {
 }
 QUICK_SPACE: dict[str, list[Any]] = {
     "sampler": ["ddim", "dpmpp2m"],
-    "steps": [2, 4],
+    "steps": [4, 10, 50],
     "guidance": [1.0],
 }
+"""A six-point grid for demos and tests; it contains the default point."""
+SPACES = {"full": FULL_SPACE, "quick": QUICK_SPACE}
 
 
 def check_point(point: Mapping[str, Any]) -> None:
@@ -188,7 +190,7 @@ def train_objective(steps: int, n_eval: int, batch: int = 64, p_uncond: float = 
         return {
             "fd_digits": frechet_digits_distance(samples),
             "latency_ms": train_ms,
-            "final_loss": float(loss),
+            "final_loss": float(loss.detach()),
         }
 
     return evaluate

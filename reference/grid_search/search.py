@@ -234,3 +234,33 @@ def completed_table(study: optuna.Study) -> list[dict[str, Any]]:
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         rows.append({**t.params, **t.user_attrs, "trial": t.number})
     return rows
+
+
+def run_grid(
+    space: SearchSpace,
+    objective: Objective,
+    storage: str,
+    study_name: str,
+    *,
+    heartbeat: int = 5,
+    grace: int = 20,
+    progress: bool = True,
+) -> tuple[list[dict[str, Any]], GridStatus]:
+    """Open (or join) ``study_name`` on ``storage``, run a worker until the grid is complete, and
+    return the completed rows and the final status (what every machine of a search runs)."""
+    from tqdm import tqdm
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = open_study(storage, study_name, space, heartbeat=heartbeat, grace=grace)
+    start = grid_status(study, space)
+    bar = tqdm(total=start.total, initial=start.complete, desc="grid points", disable=not progress)
+
+    def on_trial(status: GridStatus) -> None:
+        bar.n = status.complete
+        bar.refresh()
+
+    try:
+        status = run_worker(study, space, objective, on_trial=on_trial)
+    finally:
+        bar.close()
+    return completed_table(study), status
