@@ -1,0 +1,182 @@
+"""Benchmark and demo of :mod:`reference.accelerate_method` (the technique contract of
+:mod:`reference.harness.cli`).
+
+Rows: the zoo U-Net with plain DDIM (baseline); step forecasting every ``k`` steps with Newton
+forecasts of order ``m`` and 1 and with TaylorSeer's formula (technique); reusing the last output
+and plain DDIM with the same number of network evaluations (control); the same at the other
+intervals; on the zoo DiT, plain DDIM (reference), our forecasts and diffusers'
+``apply_taylorseer_cache``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from reference.harness.cli import Option, int_tuple
+from reference.harness.results import Figure, Headline, Measurement, Row, aim, metrics, note
+
+from .figures import plot_fdd_vs_nfe
+from .runs import Study, measure
+from .schedule import full_computations, speedup_limit
+
+SLUG = "accelerate-method"
+GRID_ROWS = ("base", "newton", "reuse", "ddim-same")
+"""The rows of the sample grid, top to bottom."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of a benchmark or demonstration run."""
+
+    samples: int = 200
+    steps: int = 50
+    interval: int = 2
+    warmup: int = 2
+    order: int = 2
+    intervals: tuple[int, ...] = (2, 3, 4)
+    latency_batch: int = 32
+    repeats: int = 15
+    timing_warmup: int = 1
+    seed: int = 0
+    dit: bool = True
+
+    def validate(self) -> None:
+        if self.steps < 2:
+            raise ValueError(f"--steps must be >= 2, got {self.steps}")
+        if self.interval < 1:
+            raise ValueError(f"--interval must be >= 1, got {self.interval}")
+        if not self.intervals or min(self.intervals) < 1:
+            raise ValueError(f"--intervals must be >= 1, got {self.intervals}")
+        if self.warmup < 1:
+            raise ValueError(
+                f"--warmup must be >= 1 (the first step has no history), got {self.warmup}"
+            )
+        if self.order < 0:
+            raise ValueError(f"--order must be >= 0, got {self.order}")
+        if self.samples < 10:
+            raise ValueError(f"--samples must be >= 10 (one per class), got {self.samples}")
+        if self.latency_batch < 1:
+            raise ValueError(f"--latency-batch must be >= 1, got {self.latency_batch}")
+        if self.repeats < 1:
+            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
+        if self.timing_warmup < 0:
+            raise ValueError(f"warm-up rounds must be >= 0, got {self.timing_warmup}")
+
+
+FULL = Config()
+QUICK = Config(samples=10, steps=6, intervals=(2,), latency_batch=4, repeats=2, timing_warmup=0)
+DEMO = Config(samples=64, steps=20, intervals=(2, 3), latency_batch=16, repeats=2, dit=False)
+OPTIONS = (
+    Option("samples"),
+    Option("steps"),
+    Option("interval"),
+    Option("warmup"),
+    Option("order"),
+    Option("intervals", int_tuple, "N,N,..."),
+    Option("latency_batch"),
+    Option("repeats"),
+)
+
+
+def _rows(study: Study) -> list[Row]:
+    rows = []
+    for r in study.runs:
+        group = study.lat.get("dit" if r.dit else "unet")
+        values: dict[str, float | None] = {"nfe": float(r.nfe), "fd_digits": study.fdd[r.key]}
+        intervals, spread = {}, {}
+        if group is not None and r.key in group.stats:
+            values |= {"latency_ms": group.median_ms(r.key), "speedup": group.speedup[r.key]}
+            intervals = {"speedup": group.speedup_interval(r.key)}
+            spread = {"latency_ms": group.iqr_ms(r.key)}
+        rows.append(Row(r.key, r.config, r.role, values, intervals=intervals, spread=spread))  # type: ignore[arg-type]
+    return rows
+
+
+def benchmark(cfg: Config, out: Path) -> Measurement:
+    """Step forecasting on the zoo U-Net (and DiT); figures into ``out``."""
+    from reference.harness import fdd_floor, save_grid
+
+    study = measure(cfg)
+    fdd, lat = study.fdd, study.lat["unet"]
+    n, k, w = cfg.steps, cfg.interval, cfg.warmup
+    speed, speed_ci = lat.speedup["newton"], lat.speedup_interval("newton")
+    limit = speedup_limit(n, k, w)
+    same = full_computations(n, k, w)
+    q_same = fdd["newton"] / fdd["ddim-same"]
+    figures = [Figure(f"{SLUG}.png", "fdd-vs-nfe"), Figure(f"{SLUG}-samples.png", "samples")]
+    plot_fdd_vs_nfe(study, cfg, out / figures[0].file)
+    grid = torch.cat([study.samples[key][:10] for key in GRID_ROWS])
+    save_grid(grid, out / figures[1].file, nrow=10)
+    notes = [
+        note("setup", steps=n, n=cfg.samples),
+        note("fdd-at-n", n=cfg.samples, floor=fdd_floor(cfg.samples)),
+        note("schedule", warmup=w, k=k, full=same, steps=n, limit=limit),
+        note(
+            "latency-protocol",
+            repeats=cfg.repeats,
+            batch=cfg.latency_batch,
+            threads=torch.get_num_threads(),
+        ),
+        note("same-nfe-control", full=same, ratio=q_same),
+    ]
+    if cfg.dit:
+        notes.append(note("dit-hook"))
+    if q_same >= 1.0:
+        notes.append(note("forecast-loses", k=k, ratio=q_same, full=same))
+    aims = [
+        aim("beats-same-nfe", q_same, 1.0, "<", k=k, full=same),
+        aim("speedup", speed, 1.7, ">=", interval=speed_ci, k=k, steps=n, limit=limit),
+    ]
+    return Measurement(
+        settings={
+            "samples": cfg.samples,
+            "steps": n,
+            "scheduler": "ddim",
+            "interval": k,
+            "warmup": w,
+            "order": cfg.order,
+            "intervals": list(cfg.intervals),
+            "latency_batch": cfg.latency_batch,
+            "repeats": cfg.repeats,
+            "timing_warmup": cfg.timing_warmup,
+            "seed": cfg.seed,
+            "dit": cfg.dit,
+        },
+        metrics=metrics("nfe", "latency_ms", "speedup", "fd_digits"),
+        rows=_rows(study),
+        headline=Headline(
+            "newton",
+            speedup=speed,
+            speedup_interval=speed_ci,
+            speedup_limit=limit,
+            limit_kind="bound",
+            quality_metric="fd_digits",
+            quality_ratio=fdd["newton"] / fdd["base"],
+        ),
+        aims=aims,
+        notes=notes,
+        figures=figures,
+    )
+
+
+def demo(cfg: Config, out: Path) -> None:
+    """Every configuration's NFE, FDD and latency; the figure and a sample grid."""
+    from reference.harness import save_grid
+
+    study = measure(cfg)
+    lat = study.lat["unet"]
+    print(f"{'row':14} {'NFE':>4} {'FDD':>7} {'ms':>8} {'speedup':>7}")
+    for r in study.runs:
+        timed = r.key in lat.stats
+        ms = f"{lat.median_ms(r.key):8.0f}" if timed else f"{'-':>8}"
+        sp = f"{lat.speedup[r.key]:7.2f}" if timed else f"{'-':>7}"
+        print(f"{r.key:14} {r.nfe:4d} {study.fdd[r.key]:7.2f} {ms} {sp}")
+    limit = speedup_limit(cfg.steps, cfg.interval, cfg.warmup)
+    print(f"limit N / (w + ceil((N - w) / k)) = {limit:.2f}")
+    fig = plot_fdd_vs_nfe(study, cfg, out / f"{SLUG}-demo.png")
+    grid = torch.cat([study.samples[key][:10] for key in GRID_ROWS])
+    path = save_grid(grid, out / f"{SLUG}-demo-samples.png", nrow=10)
+    print(f"{fig}\n{path} (rows: {', '.join(GRID_ROWS)})")
