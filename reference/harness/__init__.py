@@ -126,7 +126,9 @@ _EXPORTS: dict[str, str] = {
     "check_results": "provenance",
     # command line
     "Option": "cli",
+    "float_tuple": "cli",
     "int_tuple": "cli",
+    "name_tuple": "cli",
     # plots
     "bar_chart": "plots",
     "curve_plot": "plots",

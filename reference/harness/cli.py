@@ -133,6 +133,25 @@ def out_dir(text: str) -> Path:
     return Path(text)
 
 
+def float_tuple(text: str) -> tuple[float, ...]:
+    """``"0.5,1,2"`` -> ``(0.5, 1.0, 2.0)``."""
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected numbers separated by commas: {text!r}"
+        ) from None
+
+
+def name_tuple(text: str) -> tuple[str, ...]:
+    """``"ddim,dpm-solver-pp"`` -> ``("ddim", "dpm-solver-pp")`` (lowercase identifiers)."""
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [n for n in names if not n.replace("-", "").replace("_", "").isalnum() or n != n.lower()]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"expected lowercase names separated by commas: {text!r}")
+    return names
+
+
 class UsageError(ValueError):
     """A bad argument: reported as one line, exit code 2, before any work."""
 

@@ -164,7 +164,9 @@ def within_class_diversity(samples: torch.Tensor, labels: torch.Tensor | None = 
         f = feats[groups == c]
         if len(f) < 2:
             continue
-        d = torch.cdist(f, f)
+        # Direct differences, not cdist's |a|^2 + |b|^2 - 2ab expansion, which cancels
+        # catastrophically for near-identical rows (collapsed samples, the case this detects).
+        d = torch.cdist(f, f, compute_mode="donot_use_mm_for_euclid_dist")
         per_class.append(float(d.sum() / (len(f) * (len(f) - 1))))
     if not per_class:
         raise ValueError("within_class_diversity: no class has two samples")

@@ -9,14 +9,13 @@ unmerged and merged (reference: the training-time low rank, which costs nothing 
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
 import torch
 
-from reference.harness.cli import Option
+from reference.harness.cli import Option, float_tuple, name_tuple
 from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
 
 from .measure import (
@@ -31,21 +30,6 @@ from .measure import (
 from .plan import calibrate_second_moments, dit_target_layers
 
 METHODS = ("svd", "asvd")
-
-
-def float_tuple(text: str) -> tuple[float, ...]:
-    """``"0.75,0.5"`` -> ``(0.75, 0.5)``."""
-    try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected numbers separated by commas: {text!r}"
-        ) from None
-
-
-def name_tuple(text: str) -> tuple[str, ...]:
-    """``"svd,asvd"`` -> ``("svd", "asvd")``."""
-    return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
 @dataclass(frozen=True)

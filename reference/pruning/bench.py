@@ -9,34 +9,18 @@ without speed). Latency is one U-Net forward, interleaved over all rows.
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
-from reference.harness.cli import Option
+from reference.harness.cli import Option, float_tuple, name_tuple
 from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
 
 from .measure import Entry, build_entries, measure, save_figures
 from .structured import CRITERIA
 from .zoo_specs import CALIBRATION, FINETUNE_STEPS, TAYLOR_T_MAX, ZOO_SPECS
-
-
-def float_tuple(text: str) -> tuple[float, ...]:
-    """``"0.25,0.5"`` -> ``(0.25, 0.5)``."""
-    try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected numbers separated by commas: {text!r}"
-        ) from None
-
-
-def name_tuple(text: str) -> tuple[str, ...]:
-    """``"l1,taylor"`` -> ``("l1", "taylor")``."""
-    return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
 @dataclass(frozen=True)
