@@ -4,7 +4,7 @@
 docs directory. That timing matters: mkdocs-static-i18n sorts files into languages in its
 ``on_files`` step and only sees files that exist on disk. The i18n plugin runs one build per
 language, so ``on_config`` is called three times per ``mkdocs build``; generation runs again only
-when an input changed (entries, results, catalogs or the environment variables that point
+when an input changed (entries, results, the UI and result catalogs or the environment variables that point
 elsewhere), and it writes only files whose content changed, so ``mkdocs serve`` does not loop.
 
 Invalid entries or result files stop the build with one line per problem; a result figure that
@@ -49,6 +49,7 @@ def _fingerprint(docs_dir: Path, use_directory_urls: bool) -> tuple[Any, ...]:
         _stats(entries),
         _stats(sitegen.results_dir()),
         _stats(package / "locale"),
+        *(_stats(path) for path in sorted(package.parent.glob("reference/*/locale"))),
         _stats(docs_dir / sitegen.FIGURES_DIR),
         *(_stats(docs_dir / lang) for lang in LANGS),
     )
