@@ -4,8 +4,9 @@
 docs directory. That timing matters: mkdocs-static-i18n sorts files into languages in its
 ``on_files`` step and only sees files that exist on disk. The i18n plugin runs one build per
 language, so ``on_config`` is called three times per ``mkdocs build``; generation runs again only
-when an input changed (entries, results, the UI and result catalogs or the environment variables that point
-elsewhere), and it writes only files whose content changed, so ``mkdocs serve`` does not loop.
+when an input changed (entries, results, the UI and result catalogs or the environment variables
+that point elsewhere), and it writes only files whose content changed, so ``mkdocs serve`` does
+not loop.
 
 Invalid entries or result files stop the build with one line per problem; a result figure that
 is missing is logged as a warning, which ``mkdocs build --strict`` turns into a failure.
