@@ -39,6 +39,8 @@ def plot_study(study: Study, cfg: Any, path: Path) -> Path:
         ax_nfe.plot(list(curve), list(curve.values()), "o-", label=label)
     ax_nfe.axhline(cfg.target_accuracy, ls="--", c="#8c8c8c")
     ax_nfe.set_xscale("log")
+    ax_nfe.set_xticks(sorted(cfg.nfe_grid), [str(n) for n in sorted(cfg.nfe_grid)])
+    ax_nfe.minorticks_off()
     ax_nfe.set_xlabel("NFE (DDIM steps)")
     ax_nfe.set_ylabel("class accuracy")
     for ax in (ax_acc, ax_fd, ax_nfe):
