@@ -24,9 +24,14 @@ per-step synchronisation do not: small batches are communication-bound, large on
 the bound. A U-Net's decoder is heavier than its encoder, so the split point is chosen from
 measured unit times (:func:`~.stages.balanced_split`), not at the bottleneck.
 
-Implementation: :mod:`.stages` (the U-Net as a chain of units, exact split), :mod:`.runtime`
-(two ``torch.multiprocessing`` spawn processes, ``torch.distributed`` with the gloo backend,
-``isend``/``irecv`` of the hand-off, one thread per process), :mod:`.bench`.
+Package ``reference/async_pipeline/``: :mod:`reference.async_pipeline.stages` (the U-Net as a
+chain of units, exact split), :mod:`reference.async_pipeline.runtime` (two
+``torch.multiprocessing`` spawn processes, ``torch.distributed`` with the gloo backend,
+``isend``/``irecv`` of the hand-off, one thread per process) and
+:mod:`reference.async_pipeline.bench` (configuration, the batch sweep, benchmark, demo). Run it
+with ``python -m reference.async_pipeline`` (demo) or ``--bench`` (see ``--help``); on a shared
+CPU set ``OMP_WAIT_POLICY=PASSIVE`` (spinning OpenMP threads of oversubscribed processes were
+measured 10-50x slower).
 
 Pitfalls
 --------
@@ -49,9 +54,8 @@ import importlib
 from typing import Any
 
 _EXPORTS: dict[str, str] = {
-    "BenchConfig": "bench",
-    "benchmark": "bench",
-    "main": "bench",
+    "Config": "bench",
+    "sweep": "bench",
     "MODES": "runtime",
     "Job": "runtime",
     "JobResult": "runtime",
@@ -68,7 +72,7 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    """Import lazily, so that ``python -m`` can configure OpenMP before torch is loaded."""
+    """Import lazily: ``import reference.async_pipeline`` does not import torch."""
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'reference.async_pipeline' has no attribute {name!r}")

@@ -1,41 +1,66 @@
-"""Benchmark and command line of :mod:`reference.async_pipeline` (harness protocol)."""
+"""Benchmark and demo of :mod:`reference.async_pipeline` (the technique contract of
+:mod:`reference.harness.cli`).
+
+For every batch size: one process with 2 threads (baseline), the 2-stage pipeline run
+synchronously (control) and AsyncDiff-style (technique), and for a stream of two requests the
+sequential single process (baseline) against the requests pipelined through the stages
+(technique). All five are timed interleaved in one :func:`~reference.harness.compare_latency`.
+"""
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reference.harness.cli import Option, int_tuple
+from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
+
 SLUG = "async-pipeline"
-MODULE = "reference.async_pipeline"
-SOURCES = [
-    Path(__file__).with_name(n)
-    for n in ("__init__.py", "stages.py", "runtime.py", "bench.py", "__main__.py")
-]
+SPEED_AIM = 1.4
+QUALITY_AIM = 1.2
+ROWS: dict[str, tuple[str, str]] = {
+    "single": ("single-process", "baseline"),
+    "sync": ("sync-pipeline", "control"),
+    "async": ("asyncdiff", "technique"),
+    "single_x2": ("sequential-requests", "baseline"),
+    "stream": ("stream-pipeline", "technique"),
+}
+"""Timed function -> (configuration method, role)."""
 
 
 @dataclass(frozen=True)
-class BenchConfig:
-    """Batch sizes of the sweep, DDIM steps, synchronous warm-up steps, timing repeats."""
+class Config:
+    """Batch sizes of the sweep, DDIM steps, synchronous warm-up steps, timing rounds."""
 
     batches: tuple[int, ...] = (1, 8, 64)
     steps: int = 20
     warmup: int = 2
-    repeats: int = 3
+    repeats: int = 15
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         if not self.batches or min(self.batches) < 1:
-            raise ValueError(f"batch sizes must be >= 1, got {list(self.batches)}")
+            raise ValueError(f"--batches must be >= 1, got {list(self.batches)}")
         if self.steps < 2:
-            raise ValueError(f"steps must be >= 2, got {self.steps}")
+            raise ValueError(f"--steps must be >= 2, got {self.steps}")
         if not 0 <= self.warmup < self.steps:
-            raise ValueError(f"warmup must be in 0..steps-1, got {self.warmup}")
+            raise ValueError(
+                f"--warmup must be in 0..steps-1 ({self.steps - 1}), got {self.warmup}"
+            )
+        if self.repeats < 1:
+            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
 
 
-QUICK = BenchConfig(batches=(2,), steps=3, warmup=1, repeats=1)
+FULL = Config()
+QUICK = Config(batches=(2,), steps=3, warmup=1, repeats=2)
+DEMO = Config(batches=(1, 16), steps=10, warmup=2, repeats=2)
+OPTIONS = (
+    Option("batches", int_tuple, "N,N,..."),
+    Option("steps"),
+    Option("warmup"),
+    Option("repeats"),
+)
 
 
 def _single_process(unet: Any, job: Any, requests: int = 1) -> list[Any]:
@@ -50,21 +75,13 @@ def _single_process(unet: Any, job: Any, requests: int = 1) -> list[Any]:
     with torch.inference_mode():
         for r in range(requests):
             noise, labels = job_noise(job, r)
-            out.append(
-                sample(
-                    model_eps_fn(unet),
-                    zoo.teacher_scheduler(),
-                    noise,
-                    steps=job.steps,
-                    labels=labels,
-                )
-            )
+            scheduler = zoo.teacher_scheduler()
+            out.append(sample(model_eps_fn(unet), scheduler, noise, steps=job.steps, labels=labels))
     return out
 
 
-def sweep(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
+def sweep(cfg: Config) -> dict[str, Any]:
     """Time single-process (2 threads) vs 2-stage sync / async / stream for every batch."""
-    import torch
     from tqdm import tqdm
 
     from reference import zoo
@@ -73,22 +90,19 @@ def sweep(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
     from .runtime import Job, StagePool
     from .stages import balanced_split, unit_names, unit_times_ms
 
-    torch.set_num_threads(2)
     unet = zoo.load_teacher()
     big = max(cfg.batches)
     times = unit_times_ms(unet, big, repeats=1 if big <= 4 else 3)
     split = balanced_split(times)
-    names = unit_names(unet)
     s1, s2 = sum(list(times.values())[:split]), sum(list(times.values())[split:])
     out: dict[str, Any] = {
         "split": split,
-        "stage1": names[:split],
-        "unit_ms": times,
+        "units": unit_names(unet),
         "limit_units": (s1 + s2) / max(s1, s2),
         "per_batch": {},
     }
     with StagePool(split) as pool:
-        for n in tqdm(cfg.batches, desc="batch sweep", disable=not progress):
+        for n in tqdm(cfg.batches, desc="batch sweep", leave=False):
             jobs = {m: Job(n, cfg.steps, mode=m, warmup=cfg.warmup) for m in ("sync", "async")}
             stream = Job(n, cfg.steps, mode="stream", requests=2)
             funcs = {
@@ -98,10 +112,9 @@ def sweep(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
                 "single_x2": lambda j=stream: _single_process(unet, j, requests=2),
                 "stream": lambda j=stream: pool.run(j),
             }
-            lat = compare_latency(funcs, repeats=cfg.repeats, warmup=1, threads=2)
+            lat = compare_latency(funcs, repeats=cfg.repeats, warmup=1)
             ref = _single_process(unet, jobs["sync"])[0]
-            res_async = pool.run(jobs["async"])
-            res_sync = pool.run(jobs["sync"])
+            res_async, res_sync = pool.run(jobs["async"]), pool.run(jobs["sync"])
             compute = res_async.compute_s
             out["per_batch"][n] = {
                 "lat": lat,
@@ -109,88 +122,85 @@ def sweep(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
                 "async": res_async.samples[0],
                 "sync_max_abs": float((res_sync.samples[0] - ref).abs().max()),
                 "psnr": float(psnr_per_sample(res_async.samples[0], ref).mean()),
-                "limit": sum(compute) / max(compute),
-                "compute_s": compute,
+                "limit": sum(compute) / max(compute),  # total compute over the slower rank
+                "stream_gain": lat.median_ms("single_x2") / lat.median_ms("stream"),
             }
     return out
 
 
-def benchmark(quick: bool = False, cfg: BenchConfig | None = None) -> Any:
-    """Run :func:`sweep` and return the harness ``BenchmarkResult``."""
-
-    from reference.harness import (
-        BenchmarkResult,
-        Headline,
-        MetricSpec,
-        Row,
-        aim,
-        fdd_floor,
-        frechet_digits_distance,
-        metrics,
-        output_dir,
-        provenance,
-    )
-
-    cfg = cfg or (QUICK if quick else BenchConfig())
-    s = sweep(cfg, progress=not quick)
-    big = max(cfg.batches)
+def _rows(cfg: Config, s: dict[str, Any]) -> list[Row]:
     rows = []
-    labels = {
-        "single": ("one process, 2 threads (baseline)", "baseline"),
-        "sync": ("2 stage processes x 1 thread, synchronous (control)", "control"),
-        "async": (f"2 stage processes, AsyncDiff (warm-up {cfg.warmup})", "technique"),
-        "single_x2": ("2 requests one after another, one process, 2 threads", "baseline"),
-        "stream": ("2 requests pipelined through the 2 stages", "technique"),
-    }
     for n, d in s["per_batch"].items():
         lat = d["lat"]
-        for key, (label, role) in labels.items():
-            per = 2 if key in ("single_x2", "stream") else 1
-            values = {
+        for key, (method, role) in ROWS.items():
+            requests = 2 if key in ("single_x2", "stream") else 1
+            config: dict[str, Any] = {"method": method, "batch": n}
+            config |= {"warmup": cfg.warmup} if key == "async" else {}
+            config |= {"requests": requests} if requests > 1 else {}
+            values: dict[str, float | None] = {
                 "latency_ms": lat.median_ms(key),
-                "throughput": per * n / (lat.median_ms(key) / 1000),
-                "batch": float(n),
+                "throughput": requests * n / (lat.median_ms(key) / 1000),
             }
+            intervals = {}
+            if key in ("sync", "async"):
+                values["speedup"] = lat.speedup[key]
+                intervals["speedup"] = lat.speedup_interval(key)
             if key == "async":
                 values["psnr_vs_baseline"] = d["psnr"]
-            rows.append(Row(f"batch {n}: {label}", role, values, {"latency_ms": lat.iqr_ms(key)}))
+            row_id = f"b{n}-{key.replace('_', '-')}"
+            spread = {"latency_ms": lat.iqr_ms(key)}
+            rows.append(Row(row_id, config, role, values, intervals=intervals, spread=spread))  # type: ignore[arg-type]
+    return rows
+
+
+def benchmark(cfg: Config, out: Path) -> Measurement:
+    """Run :func:`sweep`; FDD of the async samples and the baseline at the largest batch."""
+    import torch
+
+    from reference.harness import fdd_floor, frechet_digits_distance
+
+    s = sweep(cfg)
+    big = max(cfg.batches)
     top = s["per_batch"][big]
-    fd_async = frechet_digits_distance(top["async"])
-    fd_ref = frechet_digits_distance(top["ref"])
+    fd_async, fd_ref = frechet_digits_distance(top["async"]), frechet_digits_distance(top["ref"])
+    rows = _rows(cfg, s)
     for row in rows:  # quality beside latency at the compute-bound batch
-        if row.name == f"batch {big}: {labels['single'][0]}":
-            row.values["fd_digits"] = fd_ref
-        elif row.name == f"batch {big}: {labels['async'][0]}":
-            row.values["fd_digits"] = fd_async
-    speedup = top["lat"].speedup["async"]
-    stream_gain = top["lat"].median_ms("single_x2") / top["lat"].median_ms("stream")
-    out = output_dir(quick)
-    figures = _figures(s, out)
+        if row.id in (f"b{big}-single", f"b{big}-async"):
+            row.values["fd_digits"] = fd_async if row.id.endswith("async") else fd_ref
+    head = f"b{big}-async"
+    speedup, interval = top["lat"].speedup["async"], top["lat"].speedup_interval("async")
+    batches = list(s["per_batch"])
+    figures = [Figure(f"{SLUG}.png", "speedup-vs-batch")]
+    _figure(s, out / figures[0].file)
     load = os.getloadavg()
     notes = [
-        f"Split after unit {s['split']} ({', '.join(s['stage1'])} in stage 1), chosen from "
-        "measured "
-        f"unit times at batch {big} so that the slower stage is as short as possible; unit-time "
-        f"limit {s['limit_units']:.2f}x, measured per-rank compute limit {top['limit']:.2f}x "
-        "(total compute over the slower rank).",
-        "Synchronous 2-process pipeline vs single process (same noise): max |dx| = "
-        + ", ".join(f"{d['sync_max_abs']:.1e} (batch {n})" for n, d in s["per_batch"].items())
-        + " (float reassociation from 1 vs 2 threads).",
-        "AsyncDiff trajectory PSNR vs the synchronous sampler: "
-        + ", ".join(f"{d['psnr']:.1f} dB (batch {n})" for n, d in s["per_batch"].items())
-        + f"; FDD at batch {big}: async {fd_async:.2f} vs baseline {fd_ref:.2f} "
-        f"(floor {fdd_floor(big):.2f}).",
-        f"Stream pipelining of 2 requests at batch {big}: throughput {stream_gain:.2f}x the "
-        "sequential single process; the latency of one request is not reduced.",
-        "Each stage process uses 1 thread; the baseline uses 2 threads in one process (same "
-        f"cores). Load average during the run: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
-        "(other jobs shared the 2 cores).",
+        note(
+            "split",
+            split=s["split"],
+            last=s["units"][s["split"] - 1],
+            batch=big,
+            limit_units=s["limit_units"],
+            limit=top["limit"],
+        ),
+        note(
+            "sync-exact",
+            max_abs=[d["sync_max_abs"] for d in s["per_batch"].values()],
+            batches=batches,
+        ),
+        note(
+            "async-quality",
+            psnr=[d["psnr"] for d in s["per_batch"].values()],
+            batches=batches,
+            batch=big,
+            fd_async=fd_async,
+            fd_ref=fd_ref,
+            floor=fdd_floor(big),
+        ),
+        note("stream", batch=big, gain=top["stream_gain"]),
+        note("latency-protocol", repeats=cfg.repeats, batch=big, threads=torch.get_num_threads()),
+        note("threads-and-load", load1=load[0], load5=load[1], load15=load[2]),
     ]
-    return BenchmarkResult(
-        slug=SLUG,
-        module=MODULE,
-        title="AsyncDiff-style 2-stage pipeline of the zoo U-Net over torch.distributed (gloo)",
-        quick=quick,
+    return Measurement(
         settings={
             "batches": list(cfg.batches),
             "steps": cfg.steps,
@@ -198,117 +208,66 @@ def benchmark(quick: bool = False, cfg: BenchConfig | None = None) -> Any:
             "repeats": cfg.repeats,
             "split": s["split"],
             "backend": "gloo",
-            "threads": 2,
             "threads_per_stage": 1,
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (active spin)"),
         },
         metrics=metrics(
             "latency_ms",
+            "speedup",
             "psnr_vs_baseline",
             "fd_digits",
-            throughput=MetricSpec("Throughput", "images/s", "higher"),
-            batch=MetricSpec("Batch size", "", "higher"),
+            throughput=Metric("images_per_s", "higher"),
         ),
         rows=rows,
         headline=Headline(
+            head,
             speedup=speedup,
+            speedup_interval=interval,
             speedup_limit=top["limit"],
-            quality_ratio=fd_async / fd_ref,
+            limit_kind="estimate",  # from the ranks' measured compute times
             quality_metric="fd_digits",
+            quality_ratio=fd_async / fd_ref,
         ),
         aims=[
-            aim(
-                f">= 1.4x latency speedup at batch {big} (async vs one process, 2 threads)",
-                speedup,
-                1.4,
-                ">=",
-            ),
-            aim("FDD within 1.2x of the baseline", fd_async / fd_ref, 1.2, "<="),
+            aim("speedup", speedup, SPEED_AIM, ">=", interval=interval, batch=big),
+            aim("quality", fd_async / fd_ref, QUALITY_AIM, "<=", batch=big),
         ],
         notes=notes,
         figures=figures,
-        provenance=provenance(SOURCES),
     )
 
 
-def _figures(s: dict[str, Any], out: Path) -> list[str]:
+def _figure(s: dict[str, Any], path: Path) -> Path:
     from reference.harness import curve_plot
 
-    out.mkdir(parents=True, exist_ok=True)
-    batches = list(s["per_batch"])
-    series = {
-        key: [d["lat"].speedup[key] for d in s["per_batch"].values()] for key in ("sync", "async")
-    }
-    series["stream (throughput)"] = [
-        d["lat"].median_ms("single_x2") / d["lat"].median_ms("stream")
-        for d in s["per_batch"].values()
-    ]
-    curve_plot(
-        batches,
+    per = s["per_batch"].values()
+    series = {key: [d["lat"].speedup[key] for d in per] for key in ("sync", "async")}
+    series["stream (throughput)"] = [d["stream_gain"] for d in per]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return curve_plot(
+        list(s["per_batch"]),
         series,
-        out / f"{SLUG}.png",
+        path,
         xlabel="batch size",
         ylabel="speedup vs one process, 2 threads",
         logx=True,
-        hlines={
-            "no gain": 1.0,
-            "limit (compute)": max(d["limit"] for d in s["per_batch"].values()),
-        },
-        title="Where communication stops dominating (2-core CPU)",
+        hlines={"no gain": 1.0, "limit (compute)": max(d["limit"] for d in per)},
     )
-    return [f"{SLUG}.png"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m reference.async_pipeline",
-        description="Split the zoo U-Net into 2 stage processes (torch.distributed, gloo) and "
-        "sample with stale features (AsyncDiff) or pipeline a stream of requests.",
+def demo(cfg: Config, out: Path) -> None:
+    """A short sweep: the split, a table per batch size and the speedup figure."""
+    s = sweep(cfg)
+    split = s["split"]
+    print(f"split after unit {split}: stage 1 = {', '.join(s['units'][:split])}")
+    print(
+        f"{'batch':>5s} {'single ms':>10s} {'sync':>6s} {'async':>6s} {'stream':>7s} "
+        f"{'PSNR dB':>8s} {'limit':>6s}"
     )
-    p.add_argument("--batch", type=int, nargs="+", default=[1, 16], help="batch sizes (demo)")
-    p.add_argument("--steps", type=int, default=10, help="DDIM steps")
-    p.add_argument("--warmup", type=int, default=2, help="synchronous warm-up steps")
-    p.add_argument("--repeats", type=int, default=2, help="timing rounds")
-    p.add_argument("--bench", action="store_true", help="full benchmark -> reference/results/")
-    p.add_argument("--quick", action="store_true", help="with --bench: small run to artifacts/")
-    p.add_argument("--out", type=Path, default=Path("artifacts") / SLUG, help="demo output dir")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point (see ``--help``)."""
-    from reference.zoo.store import ZooError
-
-    args = _parser().parse_args(argv)
-    try:
-        if args.bench:
-            from reference.harness import write_result
-
-            result = benchmark(quick=args.quick)
-            path = write_result(result)
-            for a in result.aims:
-                print(f"[{'met' if a.met else 'NOT met'}] {a.text}: {a.measured:.3g}")
-            print(f"wrote {path}")
-            return 0
-        cfg = BenchConfig(
-            batches=tuple(args.batch), steps=args.steps, warmup=args.warmup, repeats=args.repeats
-        )
-        s = sweep(cfg)
-        print(f"split after unit {s['split']}: stage 1 = {', '.join(s['stage1'])}")
+    for n, d in s["per_batch"].items():
+        lat = d["lat"]
         print(
-            f"{'batch':>5s} {'single ms':>10s} {'sync':>6s} {'async':>6s} {'stream':>7s} "
-            f"{'PSNR dB':>8s} {'limit':>6s}"
+            f"{n:5d} {lat.median_ms('single'):10.1f} {lat.speedup['sync']:6.2f} "
+            f"{lat.speedup['async']:6.2f} {d['stream_gain']:7.2f} {d['psnr']:8.1f} "
+            f"{d['limit']:6.2f}"
         )
-        for n, d in s["per_batch"].items():
-            lat = d["lat"]
-            print(
-                f"{n:5d} {lat.median_ms('single'):10.1f} {lat.speedup['sync']:6.2f} "
-                f"{lat.speedup['async']:6.2f} "
-                f"{lat.median_ms('single_x2') / lat.median_ms('stream'):7.2f} "
-                f"{d['psnr']:8.1f} {d['limit']:6.2f}"
-            )
-        for name in _figures(s, args.out):
-            print(f"figure: {args.out / name}")
-        return 0
-    except (ValueError, ZooError) as exc:
-        sys.exit(f"error: {exc}")
+    print(f"figure: {_figure(s, out / f'{SLUG}-demo.png')}")

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import pytest
 import torch
 
@@ -75,22 +78,11 @@ def test_bad_arguments_give_one_clear_line() -> None:
         ap.Job(n=1, steps=2, warmup=3)
     with pytest.raises(ValueError, match="even number of requests"):
         ap.Job(n=1, steps=2, mode="stream", requests=3)
-    with pytest.raises(SystemExit) as info:
-        ap.main(["--steps", "1"])
-    assert str(info.value) == "error: steps must be >= 2, got 1"
-    with pytest.raises(SystemExit) as info:
-        ap.main(["--batch", "0"])
-    assert str(info.value) == "error: batch sizes must be >= 1, got [0]"
-
-
-@pytest.mark.slow
-def test_quick_benchmark_produces_a_valid_result(tmp_path, monkeypatch) -> None:
-    from reference.harness import validate_result
-
-    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
-    result = ap.benchmark(quick=True)
-    assert validate_result(result.to_dict()) == []
-    assert result.slug == "async-pipeline" and result.quick
-    assert {r.role for r in result.rows} == {"baseline", "technique", "control"}
-    for fig in result.figures:
-        assert (tmp_path / fig).is_file()
+    for change, message in (
+        ({"steps": 1}, "--steps must be >= 2, got 1"),
+        ({"batches": (0,)}, "--batches must be >= 1, got [0]"),
+        ({"warmup": 20}, "--warmup must be in 0..steps-1 (19), got 20"),
+        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            dataclasses.replace(ap.Config(), **change).validate()
