@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from reference.harness.cli import Option, int_tuple
+from reference.harness.cli import Option, float_tuple, int_tuple
 from reference.harness.results import (
     Figure,
     Headline,
@@ -36,11 +36,6 @@ METHODS = {
     "cg": "classifier-guidance",
     "cfg": "classifier-free-guidance",
 }
-
-
-def float_tuple(text: str) -> tuple[float, ...]:
-    """``"0,0.5,2"`` -> ``(0.0, 0.5, 2.0)`` (a ``ValueError`` becomes argparse's one-line error)."""
-    return tuple(float(x) for x in text.split(",") if x.strip())
 
 
 @dataclass(frozen=True)

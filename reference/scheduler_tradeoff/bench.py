@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from reference.harness.cli import Option, int_tuple
+from reference.harness.cli import Option, int_tuple, name_tuple
 from reference.harness.results import (
     Figure,
     Headline,
@@ -35,11 +35,6 @@ from .sweep import Study, measure, nfe_to_match, sweep
 SLUG = "scheduler-tradeoff"
 NFE_GRID: tuple[int, ...] = (1, 2, 4, 8, 10, 15, 20, 25, 50, 100)
 ROLES = {"ddim_base": "baseline", "dpmpp2m": "technique", "unipc": "technique"}
-
-
-def names(text: str) -> tuple[str, ...]:
-    """``"ddim,dpmpp2m"`` -> ``("ddim", "dpmpp2m")``."""
-    return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
 @dataclass(frozen=True)
@@ -117,7 +112,7 @@ DEMO = Config(samples=64, nfe_grid=(1, 2, 5, 10, 20), headline_nfe=5, baseline_n
 OPTIONS = (
     Option("samples"),
     Option("nfe_grid", int_tuple, "N,N,..."),
-    Option("schedulers", names, "NAME,NAME,..."),
+    Option("schedulers", name_tuple, "NAME,NAME,..."),
     Option("headline_nfe"),
     Option("baseline_nfe"),
     Option("ref_samples"),
