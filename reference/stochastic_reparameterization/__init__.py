@@ -36,14 +36,23 @@ variance ``Var(J_hat)/J^2`` and the gradient noise-to-signal ``tr Cov(g)/|E g|^2
 
 What this package shows
 -----------------------
-* :mod:`~.objectives` - the four parameterizations on the zoo's discrete cosine schedule, with
-  EDM's preconditioning, exact conversions between them and the x0-error weight of each.
-* :mod:`~.samplers` - uniform, log-normal (discretised) and loss-history importance proposals,
-  low-discrepancy timesteps and antithetic noise.
-* :mod:`~.variance` - repeated-draw variance of loss and gradient estimators (covariance trace,
-  random projections), bootstrap intervals, the variance decomposition that explains them.
-* :mod:`~.training` - a tiny U-Net trained from scratch per scheme on common yardsticks.
-* :mod:`~.bench` - the benchmark tying it together.
+* :mod:`reference.stochastic_reparameterization.objectives` - the four parameterizations on the
+  zoo's discrete cosine schedule, with EDM's preconditioning, exact conversions between them and
+  the x0-error weight of each.
+* :mod:`reference.stochastic_reparameterization.samplers` - uniform, log-normal (discretised)
+  and loss-history importance proposals, low-discrepancy timesteps and antithetic noise.
+* :mod:`reference.stochastic_reparameterization.variance` - repeated-draw variance of loss and
+  gradient estimators (covariance trace, random projections), bootstrap intervals, the variance
+  decomposition that explains them.
+* :mod:`reference.stochastic_reparameterization.training` - a tiny U-Net trained from scratch
+  per scheme on common yardsticks; :mod:`~reference.stochastic_reparameterization.training_runs`
+  runs every scheme with the same seeds and budget.
+* :mod:`reference.stochastic_reparameterization.studies` - the estimators, the schemes and the
+  variance studies on the zoo teacher and the tiny U-Nets;
+  :mod:`~reference.stochastic_reparameterization.notes` and
+  :mod:`~reference.stochastic_reparameterization.figures` turn them into the result's notes and
+  figures; :mod:`reference.stochastic_reparameterization.bench` is the benchmark (``python -m
+  reference.stochastic_reparameterization``, see ``--help``).
 
 When to use it
 --------------
@@ -117,25 +126,9 @@ __all__ = [
     "Parameterization",
     "Sampling",
     "TimestepProposal",
-    "benchmark",
     "draw",
     "edm_proposal",
     "low_discrepancy_uniforms",
-    "main",
     "sigma_data_of",
     "uniform_proposal",
 ]
-
-
-def benchmark(quick: bool = False):
-    """Run the benchmark (see :mod:`~.bench`); the harness runner calls this."""
-    from .bench import benchmark as run
-
-    return run(quick=quick)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point (see ``python -m reference.stochastic_reparameterization --help``)."""
-    from .cli import main as run
-
-    return run(argv)

@@ -1,5 +1,5 @@
-"""``python -m reference.stochastic_reparameterization`` (see ``--help``)."""
+"""``python -m reference.stochastic_reparameterization``: the shared technique CLI (``--help``)."""
 
-from .cli import main
+from reference.harness.cli import main
 
-raise SystemExit(main())
+main(__package__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from reference.reparameterization import (
+from reference.stochastic_reparameterization import (
     PARAMETERIZATIONS,
     EDMPreconditioning,
     LossSecondMomentHistory,
@@ -16,10 +16,9 @@ from reference.reparameterization import (
     draw,
     edm_proposal,
     low_discrepancy_uniforms,
-    main,
     uniform_proposal,
 )
-from reference.reparameterization.variance import (
+from reference.stochastic_reparameterization.variance import (
     GradientMoments,
     decompose,
     estimate,
@@ -27,8 +26,6 @@ from reference.reparameterization.variance import (
     trace_ratio_ci,
     variance_ratio_ci,
 )
-
-pytestmark = pytest.mark.xdist_group("reparameterization")
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +193,7 @@ def test_gradient_moments_match_torch_cov() -> None:
 
 @pytest.mark.slow
 def test_a_short_training_run_reports_its_yardsticks(schedule: NoiseSchedule) -> None:
-    from reference.reparameterization.training import Heldout, TrainScheme, train
+    from reference.stochastic_reparameterization.training import Heldout, TrainScheme, train
 
     x0, _, _ = batch(64)
     heldout = Heldout.make(x0[:8], schedule.T, repeats=1)
@@ -209,35 +206,17 @@ def test_a_short_training_run_reports_its_yardsticks(schedule: NoiseSchedule) ->
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("field", "value", "message"),
     [
-        (["--batch", "7"], "--batch must be an even number"),
-        (["--draws", "3"], "--draws must be >= 20"),
-        (["--train-steps", "-1"], "--train-steps must be >= 0"),
-        (["--quick"], "--quick only applies with --bench"),
+        ("batch", 7, "--batch must be an even number >= 2"),
+        ("loss_draws", 3, "--loss-draws must be >= 4, got 3"),
+        ("train_steps", 0, "--train-steps must be >= 1, got 0"),
     ],
 )
-def test_bad_arguments_give_one_clear_error(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+def test_bad_configuration_names_the_option(field: str, value: int, message: str) -> None:
+    from dataclasses import replace
 
+    from reference.stochastic_reparameterization.bench import FULL
 
-@pytest.mark.slow
-def test_quick_benchmark_writes_a_valid_result(
-    tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from reference.harness import validate_result
-    from reference.reparameterization import benchmark
-
-    monkeypatch.setenv("REFERENCE_RESULTS_DIR", str(tmp_path))
-    result = benchmark(quick=True)
-    assert validate_result(result.to_dict()) == []
-    assert result.quick and result.slug == "stochastic-reparameterization"
-    assert all((tmp_path / f).is_file() for f in result.figures)
-    roles = {r.role for r in result.rows}
-    assert {"baseline", "technique", "control"} <= roles
+    with pytest.raises(ValueError, match=message):
+        replace(FULL, **{field: value}).validate()
