@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from reference.harness.cli import Option, int_tuple
-from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
+from reference.harness.results import Figure, Measurement, Metric, Row, aim, metrics, note
 from reference.harness.sampling import LATENT_SHAPE, EpsFn
 from reference.timestep_distillation import few_step
 
@@ -35,20 +35,16 @@ SPEED_AIM = 0.8
 
 
 @dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run."""
+class Config(few_step.Sizes):
+    """Sizes of a benchmark or demonstration run, and the step counts it measures."""
 
-    n: int = 300
-    latency_batch: int = 32
-    repeats: int = 15
     warmup: int = 2
     cm_steps: tuple[int, ...] = (1, 2, 4)
     control_steps: tuple[int, ...] = (2, 4)
     headline_steps: int = 2
-    seed: int = 0
 
     def validate(self) -> None:
-        few_step.check_sizes(self.n, self.latency_batch, self.repeats, self.warmup)
+        super().validate()
         for name in ("cm_steps", "control_steps"):
             steps = getattr(self, name)
             if not steps or any(not 1 <= s <= 49 for s in steps):
@@ -63,13 +59,10 @@ FULL = Config()
 QUICK = Config(n=20, latency_batch=4, repeats=2, warmup=0, cm_steps=(2,), control_steps=(2,))
 DEMO = Config(n=100, latency_batch=8, repeats=2, warmup=1, cm_steps=(2,), control_steps=(2,))
 OPTIONS = (
-    Option("n"),
-    Option("latency_batch"),
-    Option("repeats"),
+    *few_step.SIZE_OPTIONS,
     Option("cm_steps", int_tuple, "N,N,..."),
     Option("control_steps", int_tuple, "N,N,..."),
     Option("headline_steps"),
-    Option("seed"),
 )
 
 
@@ -261,15 +254,8 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             denoise_ms=Metric("ms", "lower"),
         ),
         rows=_rows(cfg, s, lat),
-        headline=Headline(
-            head,
-            speedup=lat.speedup[head],
-            speedup_interval=lat.speedup_interval(head),
-            speedup_limit=decode_limit,  # from this run's medians of u and d: an estimate
-            limit_kind="estimate",
-            quality_metric="fd_digits",
-            quality_ratio=quality_ratio,
-        ),
+        # the decode-inclusive limit, from this run's medians of u and d: an estimate
+        headline=few_step.headline(head, lat, decode_limit, quality_ratio),
         aims=aims,
         notes=notes,
         figures=figures,
@@ -277,16 +263,12 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
 
 
 def demo(cfg: Config, out: Path) -> None:
-    """The headline step count against the teacher's DDIM-50 and DPM-Solver++: table and grid."""
-    from reference.harness import compare_latency
-
+    """The headline step count against the teacher's DDIM-50 and DPM-Solver++ (latencies include
+    the VAE decode): table and grid."""
     h = cfg.headline_steps
     decode, teacher, cm = _models(cfg)
     runs = make_runs(cfg, teacher, cm)
-    s = few_step.sample_all(runs, cfg.n, cfg.seed, LATENT_SHAPE, decode)
     titles = {"ddim50": f"teacher DDIM {BASELINE_STEPS}", f"cm{h}": f"consistency {h}"}
     titles |= {f"dpm{n}": f"teacher DPM-Solver++ {n}" for n in cfg.control_steps}
     timed = _timed(cfg, runs, decode)
-    with torch.inference_mode():
-        lat = compare_latency({k: timed[k] for k in titles}, repeats=cfg.repeats, warmup=cfg.warmup)
-    few_step.demo_table(titles, s, lat, cfg.n, out / f"{SLUG}-demo.png")
+    few_step.run_demo(runs, timed, titles, cfg, LATENT_SHAPE, out / f"{SLUG}-demo.png", decode)

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from reference.harness.cli import Option, int_tuple
-from reference.harness.results import Figure, Headline, Measurement, Row, aim, metrics, note
+from reference.harness.results import Figure, Measurement, Row, aim, metrics, note
 from reference.harness.sampling import EpsFn
 
 from . import few_step
@@ -35,19 +35,14 @@ SPEED_AIM = 0.8
 
 
 @dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run."""
+class Config(few_step.Sizes):
+    """Sizes of a benchmark or demonstration run, and the students it measures."""
 
-    n: int = 300
-    latency_batch: int = 32
-    repeats: int = 15
-    warmup: int = 1
     steps: tuple[int, ...] = (8, 4, 2)
     headline_steps: int = 4
-    seed: int = 0
 
     def validate(self) -> None:
-        few_step.check_sizes(self.n, self.latency_batch, self.repeats, self.warmup)
+        super().validate()
         bad = [s for s in self.steps if s not in STUDENTS]
         if not self.steps or bad:
             raise ValueError(
@@ -63,12 +58,9 @@ FULL = Config()
 QUICK = Config(n=20, latency_batch=4, repeats=2, warmup=0, steps=(4,))
 DEMO = Config(n=100, latency_batch=8, repeats=2, warmup=1, steps=(4,))
 OPTIONS = (
-    Option("n"),
-    Option("latency_batch"),
-    Option("repeats"),
+    *few_step.SIZE_OPTIONS,
     Option("steps", int_tuple, "N,N,..."),
     Option("headline_steps"),
-    Option("seed"),
 )
 
 
@@ -236,15 +228,8 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         },
         metrics=metrics("latency_ms", "speedup", "fd_digits", "accuracy", "nfe"),
         rows=_rows(cfg, s, lat),
-        headline=Headline(
-            head,
-            speedup=lat.speedup[head],
-            speedup_interval=lat.speedup_interval(head),
-            speedup_limit=nfe_ratio,
-            limit_kind="estimate",  # the baseline's diffusers scheduler costs more per step
-            quality_metric="fd_digits",
-            quality_ratio=quality_ratio,
-        ),
+        # NFE ratio as an estimate: the baseline's diffusers scheduler costs more per step
+        headline=few_step.headline(head, lat, nfe_ratio, quality_ratio),
         aims=aims,
         notes=notes,
         figures=figures,
@@ -253,19 +238,12 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
 
 def demo(cfg: Config, out: Path) -> None:
     """The headline student against its teacher: a table and a sample grid."""
-    from reference.harness import compare_latency
-
-    h = cfg.headline_steps
-    teacher, students = _models(cfg)
-    runs = make_runs(cfg, teacher, students)
-    s = few_step.sample_all(runs, cfg.n, cfg.seed, (1, 16, 16))
-    timed = few_step.timed_runs(runs, cfg.latency_batch, cfg.seed, (1, 16, 16))
-    keys = ["teacher64", f"student{h}", f"teacher{h}"]
-    with torch.inference_mode():
-        lat = compare_latency({k: timed[k] for k in keys}, repeats=cfg.repeats, warmup=cfg.warmup)
+    h, shape = cfg.headline_steps, (1, 16, 16)
+    runs = make_runs(cfg, *_models(cfg))
     titles = {
         "teacher64": f"teacher DDIM {BASE_STEPS}",
         f"student{h}": f"student {h} steps",
         f"teacher{h}": f"teacher DDIM {h} (same timesteps)",
     }
-    few_step.demo_table(titles, s, lat, cfg.n, out / f"{SLUG}-demo.png")
+    timed = few_step.timed_runs(runs, cfg.latency_batch, cfg.seed, shape)
+    few_step.run_demo(runs, timed, titles, cfg, shape, out / f"{SLUG}-demo.png")

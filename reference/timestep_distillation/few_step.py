@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from reference.harness.cli import Option
 from reference.harness.sampling import EpsFn, NFECounter
 
 Runs = dict[str, Callable[[], torch.Tensor]]
@@ -24,16 +25,29 @@ MakeRuns = Callable[[torch.Tensor, torch.Tensor, Callable[[str, EpsFn], EpsFn]],
 """``(noise, labels, wrap) -> {key: () -> samples}``; ``wrap(key, eps_fn)`` may count NFE."""
 
 
-def check_sizes(n: int, latency_batch: int, repeats: int, warmup: int) -> None:
-    """The checks every few-step benchmark's ``Config.validate`` starts with."""
-    if n < 10:
-        raise ValueError(f"--n must be >= 10, got {n}")
-    if latency_batch < 1:
-        raise ValueError(f"--latency-batch must be >= 1, got {latency_batch}")
-    if repeats < 1:
-        raise ValueError(f"--repeats must be >= 1, got {repeats}")
-    if warmup < 0:
-        raise ValueError(f"--warmup must be >= 0, got {warmup}")
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes every few-step benchmark has; a technique's ``Config`` extends them."""
+
+    n: int = 300
+    latency_batch: int = 32
+    repeats: int = 15
+    warmup: int = 1
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.n < 10:
+            raise ValueError(f"--n must be >= 10, got {self.n}")
+        if self.latency_batch < 1:
+            raise ValueError(f"--latency-batch must be >= 1, got {self.latency_batch}")
+        if self.repeats < 1:
+            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
+        if self.warmup < 0:
+            raise ValueError(f"--warmup must be >= 0, got {self.warmup}")
+
+
+SIZE_OPTIONS = (Option("n"), Option("latency_batch"), Option("repeats"), Option("seed"))
+"""The command-line options of :class:`Sizes`."""
 
 
 @dataclass
@@ -93,6 +107,23 @@ def values(key: str, s: Sampled, lat: Any, **extra: float) -> dict[str, float | 
     }
 
 
+def headline(row: str, lat: Any, limit: float, quality_ratio: float) -> Any:
+    """The headline of a few-step row: its speedup with the bootstrap interval over timing
+    rounds, its limit (an *estimate*: both techniques derive it from counts or medians whose
+    per-step overheads differ) and its FDD ratio to the baseline."""
+    from reference.harness.results import Headline
+
+    return Headline(
+        row,
+        speedup=lat.speedup[row],
+        speedup_interval=lat.speedup_interval(row),
+        speedup_limit=limit,
+        limit_kind="estimate",
+        quality_metric="fd_digits",
+        quality_ratio=quality_ratio,
+    )
+
+
 def save_samples(images: Mapping[str, torch.Tensor], keys: Sequence[str], path: Path) -> Path:
     """A grid with one row of (up to) ten samples per run in ``keys``, top to bottom."""
     from reference.harness import save_grid
@@ -101,16 +132,27 @@ def save_samples(images: Mapping[str, torch.Tensor], keys: Sequence[str], path: 
     return save_grid(torch.cat([images[key][:k] for key in keys]), path, nrow=k)
 
 
-def demo_table(
-    titles: Mapping[str, str], s: Sampled, lat: Any, n: int, path: Path, width: int = 36
+def run_demo(
+    make_runs: MakeRuns,
+    timed: Runs,
+    titles: Mapping[str, str],
+    cfg: Any,
+    shape: tuple[int, ...],
+    path: Path,
+    decode: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> None:
-    """Print latency, FDD and accuracy per run, the FDD floor at ``n``, and save the samples."""
-    from reference.harness import fdd_floor
+    """Sample, time the runs named in ``titles`` (``cfg``: n, seed, repeats, warmup), print a
+    table of latency, FDD and accuracy with the FDD floor at ``n``, and save the samples."""
+    from reference.harness import compare_latency, fdd_floor
 
+    s = sample_all(make_runs, cfg.n, cfg.seed, shape, decode)
+    with torch.inference_mode():
+        lat = compare_latency({k: timed[k] for k in titles}, repeats=cfg.repeats, warmup=cfg.warmup)
+    width = max(map(len, titles.values())) + 2
     print(f"{'sampler':{width}} {'ms':>8} {'FDD':>7} {'acc':>6}")
     for key, title in titles.items():
         print(f"{title:{width}} {lat.median_ms(key):8.1f} {s.fdd[key]:7.2f} {s.accuracy[key]:6.2f}")
-    print(f"(FDD of {n} real training digits: {fdd_floor(n):.2f})")
+    print(f"(FDD of {cfg.n} real training digits: {fdd_floor(cfg.n):.2f})")
     path.parent.mkdir(parents=True, exist_ok=True)
     grid = save_samples(s.images, list(titles), path)
     print(f"samples (rows: {', '.join(titles.values())}): {grid}")
