@@ -181,7 +181,7 @@ def even_segments(n: int, k: int) -> list[range]:
 
 def sqrt_segments(n: int) -> int:
     """Chen et al.'s segment count for a chain of ``n`` blocks: ``round(sqrt(n))`` (at least 1)."""
-    return max(1, round(math.sqrt(n)))
+    return max(1, round(math.sqrt(n)))  # Chen et al. 2016: memory k + n/k is least at k = sqrt(n)
 
 
 def staged_forward(

@@ -84,20 +84,20 @@ class EDMPreconditioning:
     sigma_data: float
 
     def c_skip(self, sigma: torch.Tensor) -> torch.Tensor:
-        return self.sigma_data**2 / (sigma**2 + self.sigma_data**2)
+        return self.sigma_data**2 / (sigma**2 + self.sigma_data**2)  # EDM Table 1: c_skip
 
     def c_out(self, sigma: torch.Tensor) -> torch.Tensor:
-        return sigma * self.sigma_data / (sigma**2 + self.sigma_data**2).sqrt()
+        return sigma * self.sigma_data / (sigma**2 + self.sigma_data**2).sqrt()  # Table 1: c_out
 
     def c_in(self, sigma: torch.Tensor) -> torch.Tensor:
-        return 1.0 / (sigma**2 + self.sigma_data**2).sqrt()
+        return 1.0 / (sigma**2 + self.sigma_data**2).sqrt()  # EDM Table 1: c_in
 
     def c_noise(self, sigma: torch.Tensor) -> torch.Tensor:
-        return sigma.log() / 4.0
+        return sigma.log() / 4.0  # EDM Table 1: c_noise
 
     def loss_weight(self, sigma: torch.Tensor) -> torch.Tensor:
         """``lambda(sigma) = (sigma^2 + sigma_data^2) / (sigma sigma_data)^2 = 1 / c_out^2``."""
-        return (sigma**2 + self.sigma_data**2) / (sigma * self.sigma_data) ** 2
+        return (sigma**2 + self.sigma_data**2) / (sigma * self.sigma_data) ** 2  # Table 1: lambda
 
 
 def sigma_data_of(x: torch.Tensor) -> float:
@@ -156,22 +156,23 @@ class Parameterization:
         if self.name == "x0":
             return x0
         if self.name == "v":
-            return a * eps - s * x0
+            return a * eps - s * x0  # Salimans & Ho 2022, Sec. 4: v = alpha eps - sigma x0
         sigma = self.schedule.edm_sigma(t)
         x = (a * x0 + s * eps) / a
+        # EDM Eq. (8): the effective target of F, (y - c_skip (y + n)) / c_out
         return (x0 - _expand(self.edm.c_skip(sigma), x0) * x) / _expand(self.edm.c_out(sigma), x0)
 
     def to_x0(self, out: torch.Tensor, x_t: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         """The clean-image estimate ``x0_hat`` implied by network output ``out``."""
         a, s = _expand(self.schedule.alpha(t), x_t), _expand(self.schedule.sigma(t), x_t)
         if self.name == "eps":
-            return (x_t - s * out) / a
+            return (x_t - s * out) / a  # Ho et al. 2020, Eq. (15): predicted x0
         if self.name == "x0":
             return out
         if self.name == "v":
-            return a * x_t - s * out
+            return a * x_t - s * out  # x0 = alpha x_t - sigma v (Salimans & Ho 2022)
         sigma = self.schedule.edm_sigma(t)
-        return (
+        return (  # EDM Eq. (7): D = c_skip x + c_out F(c_in x; c_noise)
             _expand(self.edm.c_skip(sigma), x_t) * x_t / a
             + _expand(self.edm.c_out(sigma), x_t) * out
         )
