@@ -8,15 +8,19 @@ entries are compiled into one SQLite file (the standard library's ``sqlite3``)::
     files(name, size, mtime_ns, digest)
                                    every entry file the index was compiled from
     names(key, text, slug, lang, is_term)
-                                   one row per normalized term/alias/slug, ordered by length
+                                   one row per normalized term/alias/slug
+    grams(gram, id)                the character trigrams of each name (padded with spaces)
     entries(slug, data)            each entry as JSON (what the loader builds entries from)
 
-A lookup reads the ``names`` table (short strings, a few per entry), scores them with rapidfuzz,
-and then loads only the matched entry's row. The index is compiled from a *validated* glossary
-(:func:`glossary.loader.load_glossary`), so invalid entries are never indexed.
+A lookup does not read every name: it asks the ``grams`` table for the names that share the
+most trigrams with the query (:data:`glossary.lookup.MAX_CANDIDATES` of them), scores those with
+rapidfuzz, and then loads only the matched entry's row. Its cost depends on the query, not on
+the size of the glossary (beyond the length of the trigram lists SQLite walks). The index is
+compiled from a *validated* glossary (:func:`glossary.loader.load_glossary`), so invalid entries
+are never indexed.
 
 **Never stale.** An index is used only if it was compiled from exactly the entry files present
-now, by the same code (a digest of the package's ``*.py`` files and :data:`FORMAT`): the same
+now, by the same code (a digest of :data:`CODE_FILES` and :data:`FORMAT`): the same
 file names, and for each file the same BLAKE2b digest of its bytes. Reading and hashing every
 file would make each lookup cost grow with the glossary, so a file's digest is recomputed only
 when its *stat stamp* (size, ``st_mtime_ns``, ``st_ctime_ns``, inode) differs from the one
@@ -52,7 +56,7 @@ try:  # the BLAKE2 extension alone; ``hashlib`` would also load OpenSSL (a few m
 except ImportError:  # pragma: no cover - other Python implementations
     from hashlib import blake2b
 
-FORMAT = 2
+FORMAT = 3
 SHIPPED_NAME = "_index.sqlite3"
 CODE_DIR = Path(__file__).resolve().parent
 
@@ -68,7 +72,7 @@ class FileStamp:
 
 
 def _stat(path: Path) -> tuple[int, int, int, int]:
-    st = path.stat()
+    st = os.stat(path)
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
@@ -93,13 +97,29 @@ def stamp_files(paths: list[Path]) -> list[FileStamp]:
     return out
 
 
+CODE_FILES = (
+    "index.py",
+    "i18n.py",
+    "links.py",
+    "loader.py",
+    "model.py",
+    "normalize.py",
+    "plainyaml.py",
+    "schema.py",
+)
+"""The modules whose code decides what an index holds: how entries are parsed, validated and
+built, how names are normalized, how the index is written. (The scoring in ``lookup.py`` runs
+at query time and is not compiled in.)"""
+
+
 def code_digest() -> str:
-    """A digest of the package's code: a change to the loader, schema or normalizer counts."""
+    """A digest of the code in :data:`CODE_FILES` and of :data:`FORMAT`."""
     h = blake2b(digest_size=16)
     h.update(str(FORMAT).encode())
-    for path in sorted(CODE_DIR.glob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
+    for name in CODE_FILES:
+        h.update(name.encode())
+        with open(CODE_DIR / name, "rb") as f:
+            h.update(f.read())
     return h.hexdigest()
 
 
@@ -145,6 +165,12 @@ def _matches(
     return checked
 
 
+def trigrams(key: str) -> set[str]:
+    """The character trigrams of a normalized name or query, padded: "dp" -> {" dp", "dp "}."""
+    padded = f" {key} "
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
 def _names_rows(glossary: Any) -> list[tuple[str, str, str, str, int]]:
     from .normalize import normalize
     from .schema import LANGS
@@ -177,13 +203,15 @@ def compile_into(conn: sqlite3.Connection, glossary: Any, stamps: list[FileStamp
     conn.executescript(
         """
         DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS files;
-        DROP TABLE IF EXISTS names; DROP TABLE IF EXISTS entries;
+        DROP TABLE IF EXISTS names; DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS grams;
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE files (name TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER,
                             ctime_ns INTEGER, ino INTEGER, digest TEXT);
         CREATE TABLE names (id INTEGER PRIMARY KEY, key TEXT NOT NULL, text TEXT NOT NULL,
                             slug TEXT NOT NULL, lang TEXT NOT NULL, is_term INTEGER NOT NULL);
         CREATE TABLE entries (slug TEXT PRIMARY KEY, data TEXT NOT NULL);
+        CREATE TABLE grams (gram TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (gram, id))
+            WITHOUT ROWID;
         """
     )
     meta = {"format": str(FORMAT), "code": code_digest()}
@@ -195,9 +223,14 @@ def compile_into(conn: sqlite3.Connection, glossary: Any, stamps: list[FileStamp
         "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
         [(s.name, s.size, s.mtime_ns, s.ctime_ns, s.ino, s.digest) for s in stamps],
     )
+    rows = _names_rows(glossary)
     conn.executemany(
-        "INSERT INTO names (key, text, slug, lang, is_term) VALUES (?, ?, ?, ?, ?)",
-        _names_rows(glossary),
+        "INSERT INTO names (id, key, text, slug, lang, is_term) VALUES (?, ?, ?, ?, ?, ?)",
+        [(i, *row) for i, row in enumerate(rows, 1)],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO grams VALUES (?, ?)",
+        [(g, i) for i, row in enumerate(rows, 1) for g in trigrams(row[0])],
     )
     conn.executemany(
         "INSERT INTO entries VALUES (?, ?)",

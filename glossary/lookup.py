@@ -31,9 +31,10 @@ The thresholds are calibrated on ``tests/data/lookup_queries.yaml`` (see
 ``tests/test_lookup_quality.py``).
 
 :class:`Index` works on a loaded :class:`~glossary.model.Glossary`; :func:`open_index` on the
-compiled SQLite index of a folder (:mod:`glossary.index`), reading only the names and the one
-entry that answers the query. Only ``rapidfuzz.process`` and ``rapidfuzz.fuzz`` are imported:
-compiled extensions that do not import numpy.
+compiled SQLite index of a folder (:mod:`glossary.index`), which scores only the names that
+share the most character trigrams with the query (so the cost does not grow with the glossary)
+and loads only the entry that answers it. Only ``rapidfuzz.process`` and ``rapidfuzz.fuzz`` are
+imported: compiled extensions that do not import numpy.
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ PARTIAL_BASE = 0.6
 to 1.0 as the query covers all of it."""
 MAX_HITS = 300
 """Names kept after scoring (best first) before they are grouped by entry."""
+MAX_CANDIDATES = 1500
+"""Names the compiled index scores for a query: those sharing the most character trigrams with
+it (ties: the closest in length). A name that would score high shares most of the query's
+trigrams, so it is among them; the rest of the glossary is never read."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +187,9 @@ class _Scorer:
 class _Base:
     """Ranking shared by the in-memory and the SQLite-backed index."""
 
-    scorer: _Scorer
+    def scores(self, key: str) -> dict[int, float]:
+        """Scores of the names worth scoring for a normalized query, by name id."""
+        raise NotImplementedError
 
     def names_at(self, ids: list[int]) -> dict[int, Name]:
         raise NotImplementedError
@@ -209,7 +216,7 @@ class _Base:
         key = normalize(query[:MAX_QUERY_CHARS])
         if not key:
             return []
-        scored = sorted(self.scorer.scores(key).items(), key=lambda kv: -kv[1])[:MAX_HITS]
+        scored = sorted(self.scores(key).items(), key=lambda kv: -kv[1])[:MAX_HITS]
         names = self.names_at([i for i, _ in scored])
         best: dict[str, tuple[tuple[float, float, int, int], Name]] = {}
         for i, score in scored:
@@ -239,6 +246,9 @@ class Index(_Base):
         self.names = names
         self.scorer = _Scorer([n.key for n in names])
 
+    def scores(self, key: str) -> dict[int, float]:
+        return self.scorer.scores(key)
+
     def names_at(self, ids: list[int]) -> dict[int, Name]:
         return {i: self.names[i] for i in ids}
 
@@ -255,9 +265,26 @@ class CompiledIndex(_Base):
     def __init__(self, conn: Any, directory: Path) -> None:
         self.conn = conn
         self.directory = directory
-        rows = conn.execute("SELECT key FROM names ORDER BY id").fetchall()
-        self.scorer = _Scorer([r[0] for r in rows])
         self._entries: dict[str, Entry] = {}
+
+    def scores(self, key: str) -> dict[int, float]:
+        from .index import trigrams
+
+        grams = sorted(trigrams(key))
+        marks = ",".join("?" * len(grams))
+        rows = self.conn.execute(
+            f"SELECT n.id, n.key FROM grams g JOIN names n ON n.id = g.id "
+            f"WHERE g.gram IN ({marks}) GROUP BY g.id "
+            f"ORDER BY COUNT(*) DESC, ABS(LENGTH(n.key) - ?) LIMIT ?",
+            [*grams, len(key), MAX_CANDIDATES],
+        ).fetchall()
+        rows.sort(key=lambda r: len(r[1]))
+        found = {rows[i][0] - 1: s for i, s in _Scorer([r[1] for r in rows]).scores(key).items()}
+        if found:
+            return found
+        # nothing shares a trigram ("zebra"): scan every name, for the nearest suggestions
+        keys = self.conn.execute("SELECT key FROM names ORDER BY id").fetchall()
+        return _Scorer([k[0] for k in keys]).scores(key)
 
     def meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

@@ -24,6 +24,10 @@ glossary.cli --entries DIR``), it reports medians over ``-n`` runs of:
 * ``site`` (only with ``--site``; minutes at 25x): ``mkdocs build`` of a copy of ``site_src``
   with ``GLOSSARY_ENTRIES_DIR`` pointing at the folder, one run.
 
+The processes run a snapshot of the ``glossary`` and ``reference`` code copied at the start
+(``PYTHONPATH``), from the temporary folder: edits made meanwhile in the checkout cannot change
+the code under test half-way (which would also invalidate the compiled indexes).
+
 Lookups use an on-topic query ("poda") and an off-topic one ("chocolate cake", which scores
 every name). Each cell is wall / CPU seconds: on a shared machine the CPU time is the steadier
 figure. The aim is lookups at 25x within 1.5x of 1x. The script reports; it asserts nothing.
@@ -91,10 +95,11 @@ def generate(source: Path, target: Path, factor: int) -> int:
     return len(files) * factor
 
 
-def run(args: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
+def run(args: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, float]:
     """Wall time and CPU time (user + system) of one fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
+    cwd = cwd or Path(env.get("PYTHONPATH", ROOT)).parent  # not the checkout: its code may change
     proc = subprocess.run(
         args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
     )
@@ -118,11 +123,20 @@ def bump_mtimes(directory: Path) -> None:
         os.utime(path, (later, later))
 
 
+def snapshot_code(target: Path) -> Path:
+    """Copy the glossary and reference packages (code, catalogs; no weights) to ``target``."""
+    keep = shutil.ignore_patterns("__pycache__", "*.safetensors", "*.png", "weights", "*.sqlite3")
+    for package in ("glossary", "reference"):
+        shutil.copytree(ROOT / package, target / package, ignore=keep)
+    return target
+
+
 def site_build(entries: Path, work: Path, env: dict[str, str]) -> tuple[float, float]:
     site = work / f"site-{entries.name}"
     shutil.copytree(ROOT / "site_src", site / "site_src")
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    config = config.replace("  - glossary/mkdocs_hooks.py", f"  - {ROOT}/glossary/mkdocs_hooks.py")
+    hooks = work / "code" / "glossary" / "mkdocs_hooks.py"
+    config = config.replace("  - glossary/mkdocs_hooks.py", f"  - {hooks}")
     (site / "mkdocs.yml").write_text(config, encoding="utf-8")
     env = dict(env, GLOSSARY_ENTRIES_DIR=str(entries))
     cmd = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(site / "out")]
@@ -138,10 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--entries", type=Path, default=ROOT / "glossary" / "entries")
     args = p.parse_args(argv)
     py = [sys.executable, "-m", "glossary.cli"]
-    base_env = dict(os.environ, PYTHONDONTWRITEBYTECODE="0")
     rows = []
     with tempfile.TemporaryDirectory(prefix="glossary-scale-") as tmp:
         work = Path(tmp)
+        code = snapshot_code(work / "code")
+        base_env = dict(os.environ, PYTHONDONTWRITEBYTECODE="0", PYTHONPATH=str(code))
         for k in args.sizes:
             entries = work / f"x{k}"
             n_entries = generate(args.entries, entries, k)

@@ -23,7 +23,7 @@ import yaml
 from glossary_support import REAL, private_cache
 
 from glossary.loader import load_glossary
-from glossary.lookup import Index, decide
+from glossary.lookup import CompiledIndex, Index, decide, open_index
 
 _cache = pytest.fixture(autouse=True, scope="module")(private_cache)
 QUERIES = REAL.parent.parent / "tests" / "data" / "lookup_queries.yaml"
@@ -36,12 +36,18 @@ def index() -> Index:
     return Index(load_glossary(REAL))
 
 
+@cache
+def compiled() -> CompiledIndex:
+    """What ``glossary lookup`` searches: the compiled index (trigram candidates only)."""
+    return open_index(REAL)
+
+
 def queries() -> dict:
     return yaml.safe_load(QUERIES.read_text(encoding="utf-8"))
 
 
-def answer(query: str) -> tuple[str, str | None]:
-    decision = decide(index().search(query, None, limit=6))
+def answer(query: str, source: Index | CompiledIndex | None = None) -> tuple[str, str | None]:
+    decision = decide((source or compiled()).search(query, None, limit=6))
     return decision.kind, decision.best.slug if decision.best else None
 
 
@@ -82,3 +88,10 @@ def test_word_salad_is_no_match() -> None:
 @pytest.mark.parametrize("query", ["chocolate cake", "historia de España", "погода в Москве"])
 def test_issue_examples_are_no_match(query: str) -> None:
     assert answer(query) == ("none", None)
+
+
+def test_compiled_index_answers_like_the_full_scan() -> None:
+    """Scoring only the trigram candidates changes no answer of the query set."""
+    data = queries()
+    for query in [q for _, q, _ in data["on_topic"]] + data["off_topic"]:
+        assert answer(query) == answer(query, index()), query
