@@ -10,6 +10,7 @@ entries are compiled into one SQLite file (the standard library's ``sqlite3``)::
     names(key, text, slug, lang, is_term)
                                    one row per normalized term/alias/slug
     grams(gram, id)                the character trigrams of each name (padded with spaces)
+    gram_counts(gram, n)           how many names have each trigram
     entries(slug, data)            each entry as JSON (what the loader builds entries from)
 
 A lookup does not read every name: it asks the ``grams`` table for the names that share the
@@ -26,11 +27,12 @@ file would make each lookup cost grow with the glossary, so a file's digest is r
 when its *stat stamp* (size, ``st_mtime_ns``, ``st_ctime_ns``, inode) differs from the one
 recorded with that digest. An edit always changes the stamp: even a tool that restores the
 mtime cannot restore ``st_ctime``, which the kernel sets on every change. Stamps are recorded in
-the index when it is compiled; a shipped index, whose files were reinstalled since (new
-inodes), has its files digested, and the stamps so verified are kept in a small sidecar file in
-the cache folder, so only the first lookup after an install pays for it (every lookup, with
-``GLOSSARY_CACHE=0``). Any edited, added, removed or renamed file makes the index invalid, and
-the next lookup recompiles it.
+the index when it is compiled, with one digest of all of them, so an untouched folder costs one
+``stat`` per file and no read. A shipped index, whose files were reinstalled since (new inodes),
+has its files read and digested; a small file in the cache folder then remembers that these
+stamps were verified for this content, so only the first lookup after an install pays for it
+(every lookup, with ``GLOSSARY_CACHE=0``). Any edited, added, removed or renamed file makes the
+index invalid, and the next lookup recompiles it.
 
 **Where it lives.** The *shipped* index is ``<entries>/_index.sqlite3``: the wheel build
 (``setup.py``'s ``build_py``) and ``python -m glossary.index [DIR]`` compile it there, next to
@@ -71,7 +73,7 @@ class FileStamp:
     digest: str
 
 
-def _stat(path: Path) -> tuple[int, int, int, int]:
+def _stat(path: str) -> tuple[int, int, int, int]:
     st = os.stat(path)
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
@@ -80,21 +82,43 @@ def _digest(data: bytes) -> str:
     return blake2b(data, digest_size=16).hexdigest()
 
 
-def entry_paths(directory: Path) -> list[Path]:
+def entry_names(directory: Path) -> list[str]:
     """The files :func:`glossary.loader.entry_files` would read (``*.yaml`` and ``*.yml``)."""
     try:
         names = os.listdir(directory)
     except OSError:
         return []
-    return [directory / n for n in sorted(names) if n.endswith((".yaml", ".yml"))]
+    return sorted(n for n in names if n.endswith((".yaml", ".yml")))
 
 
-def stamp_files(paths: list[Path]) -> list[FileStamp]:
+def stamps_digest(directory: Path, names: list[str]) -> str:
+    """One digest of every file's name and stat stamp (no file is read)."""
+    base = os.fspath(directory)
+    return _stamps_of((name, _stat(os.path.join(base, name))) for name in names)
+
+
+def _stamps_of(pairs: Any) -> str:
+    text = "".join(f"{name}\0{a} {b} {c} {d}\0" for name, (a, b, c, d) in pairs)
+    return blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def stamp_files(directory: Path, names: list[str]) -> list[FileStamp]:
     out = []
-    for p in paths:
-        data = p.read_bytes()
-        out.append(FileStamp(p.name, *_stat(p), _digest(data)))
+    for name in names:
+        path = os.path.join(os.fspath(directory), name)
+        stamp = _stat(path)  # before reading: a change while reading shows as a new stamp
+        with open(path, "rb") as f:
+            data = f.read()
+        out.append(FileStamp(name, *stamp, _digest(data)))
     return out
+
+
+def content_digest(stamps: list[FileStamp]) -> str:
+    """The identity of what an index was compiled from: each file's name and digest."""
+    h = blake2b(digest_size=16)
+    for st in stamps:
+        h.update(f"{st.name}\0{st.digest}\0".encode())
+    return h.hexdigest()
 
 
 CODE_FILES = (
@@ -123,46 +147,48 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def _matches(
-    conn: sqlite3.Connection,
-    paths: list[Path],
-    code: str,
-    verified: dict[str, list[Any]] | None = None,
-) -> dict[str, list[Any]] | None:
-    """Whether the index in ``conn`` was compiled from exactly ``paths`` by this ``code``.
+def _check(
+    conn: sqlite3.Connection, directory: Path, names: list[str], code: str, stamps: str
+) -> str | None:
+    """Whether the index in ``conn`` holds exactly the files ``names`` of ``directory`` now.
 
-    Returns None if not; else the stamps of the files whose digests had to be recomputed (to be
-    remembered in ``verified`` next time: ``name -> [size, mtime_ns, ctime_ns, ino, digest]``).
+    ``stamps`` is :func:`stamps_digest` of the files now. Returns None if the index is stale;
+    ``"stamps"`` if the stamps equal the recorded ones (nothing read); ``"remembered"`` if the
+    cache folder remembers these stamps as verified for this content; ``"digests"`` if every
+    file whose stamp differs had to be read and digested (and all matched).
     """
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
-        if meta.get("format") != str(FORMAT) or meta.get("code") != code:
-            return None
+    except sqlite3.Error:
+        return None
+    if meta.get("format") != str(FORMAT) or meta.get("code") != code:
+        return None
+    if meta.get("stamps") == stamps:
+        return "stamps"
+    content = meta.get("content")
+    if _remembered(directory) == [content, stamps]:
+        return "remembered"
+    try:
         rows = conn.execute("SELECT name, size, mtime_ns, ctime_ns, ino, digest FROM files")
         stored = {r[0]: (tuple(r[1:5]), r[5]) for r in rows}
     except sqlite3.Error:
         return None
-    if len(stored) != len(paths):
+    if sorted(stored) != names:
         return None
-    verified = verified or {}
-    checked: dict[str, list[Any]] = {}
-    for p in paths:
-        if p.name not in stored:
-            return None
-        stamp, digest = stored[p.name]
+    base = os.fspath(directory)
+    for name in names:
+        stamp, digest = stored[name]
+        path = os.path.join(base, name)
         try:
-            now = _stat(p)
-            if now == stamp:
+            if _stat(path) == stamp:
                 continue
-            known = verified.get(p.name)
-            if known and tuple(known[:4]) == now and known[4] == digest:
-                continue
-            if _digest(p.read_bytes()) != digest:
-                return None
+            with open(path, "rb") as f:
+                if _digest(f.read()) != digest:
+                    return None
         except OSError:
             return None
-        checked[p.name] = [*now, digest]
-    return checked
+    _remember(directory, [content, stamps])
+    return "digests"
 
 
 def trigrams(key: str) -> set[str]:
@@ -204,6 +230,7 @@ def compile_into(conn: sqlite3.Connection, glossary: Any, stamps: list[FileStamp
         """
         DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS files;
         DROP TABLE IF EXISTS names; DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS grams;
+        DROP TABLE IF EXISTS gram_counts;
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE files (name TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER,
                             ctime_ns INTEGER, ino INTEGER, digest TEXT);
@@ -212,9 +239,17 @@ def compile_into(conn: sqlite3.Connection, glossary: Any, stamps: list[FileStamp
         CREATE TABLE entries (slug TEXT PRIMARY KEY, data TEXT NOT NULL);
         CREATE TABLE grams (gram TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (gram, id))
             WITHOUT ROWID;
+        CREATE TABLE gram_counts (gram TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
         """
     )
-    meta = {"format": str(FORMAT), "code": code_digest()}
+    meta = {
+        "format": str(FORMAT),
+        "code": code_digest(),
+        "content": content_digest(stamps),
+        "stamps": _stamps_of(
+            (st.name, (st.size, st.mtime_ns, st.ctime_ns, st.ino)) for st in stamps
+        ),
+    }
     names = _language_names()
     if names:
         meta["language_names"] = json.dumps(names, ensure_ascii=False)
@@ -232,6 +267,7 @@ def compile_into(conn: sqlite3.Connection, glossary: Any, stamps: list[FileStamp
         "INSERT OR IGNORE INTO grams VALUES (?, ?)",
         [(g, i) for i, row in enumerate(rows, 1) for g in trigrams(row[0])],
     )
+    conn.execute("INSERT INTO gram_counts SELECT gram, COUNT(*) FROM grams GROUP BY gram")
     conn.executemany(
         "INSERT INTO entries VALUES (?, ?)",
         [(e.slug, json.dumps(_raw(e), ensure_ascii=False)) for e in glossary],
@@ -247,8 +283,7 @@ def _compile(directory: Path, target: Path | None) -> sqlite3.Connection:
     """
     from .loader import load_glossary
 
-    paths = entry_paths(directory)
-    stamps = stamp_files(paths)
+    stamps = stamp_files(directory, entry_names(directory))
     glossary = load_glossary(directory)
     if target is None:
         conn = sqlite3.connect(":memory:")
@@ -289,22 +324,24 @@ def _open_ro(path: Path) -> sqlite3.Connection | None:
         return None
 
 
-def _read_verified(directory: Path) -> dict[str, list[Any]]:
+def _remembered(directory: Path) -> Any:
     if not cache.enabled():
-        return {}
+        return None
     try:
-        value = json.loads(_cache_path(directory, ".stamps.json").read_text(encoding="utf-8"))
-        return value if isinstance(value, dict) else {}
+        return json.loads(_cache_path(directory, ".verified.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
+        return None
 
 
-def _write_verified(directory: Path, stamps: dict[str, list[Any]]) -> None:
-    target = _cache_path(directory, ".stamps.json")
+def _remember(directory: Path, value: list[Any]) -> None:
+    """Note in the cache folder that files with these stamps were verified for this content."""
+    if not cache.enabled():
+        return
+    target = _cache_path(directory, ".verified.json")
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(stamps), encoding="utf-8")
+        tmp.write_text(json.dumps(value), encoding="utf-8")
         os.replace(tmp, target)
     except OSError:
         tmp.unlink(missing_ok=True)
@@ -313,9 +350,9 @@ def _write_verified(directory: Path, stamps: dict[str, list[Any]]) -> None:
 def open_index(directory: Path) -> sqlite3.Connection:
     """A connection to a valid index of ``directory``: shipped, cached, or freshly compiled."""
     directory = Path(directory)
-    paths = entry_paths(directory)
+    names = entry_names(directory)
     code = code_digest()
-    verified = _read_verified(directory)
+    stamps = stamps_digest(directory, names)
     candidates = [directory / SHIPPED_NAME]
     if cache.enabled():
         candidates.append(_cache_path(directory))
@@ -323,10 +360,7 @@ def open_index(directory: Path) -> sqlite3.Connection:
         conn = _open_ro(path)
         if conn is None:
             continue
-        checked = _matches(conn, paths, code, verified)
-        if checked is not None:
-            if checked and cache.enabled():
-                _write_verified(directory, {**verified, **checked})
+        if _check(conn, directory, names, code, stamps) is not None:
             return conn
         conn.close()
     if cache.enabled():

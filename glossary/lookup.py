@@ -66,10 +66,14 @@ PARTIAL_BASE = 0.6
 to 1.0 as the query covers all of it."""
 MAX_HITS = 300
 """Names kept after scoring (best first) before they are grouped by entry."""
-MAX_CANDIDATES = 1500
+MAX_CANDIDATES = 600
 """Names the compiled index scores for a query: those sharing the most character trigrams with
-it (ties: the closest in length). A name that would score high shares most of the query's
-trigrams, so it is among them; the rest of the glossary is never read."""
+it. A name that would score high shares most of the query's trigrams, so it is among them; the
+rest of the glossary is never read."""
+GRAM_BUDGET = 8_000
+"""Postings the compiled index walks per query at most: the query's trigrams are taken from the
+rarest up while their lists fit (at least three of them), so a common trigram ("ion", "de ")
+of a large glossary costs nothing. Below about 200 entries every trigram fits."""
 
 
 @dataclass(frozen=True)
@@ -272,11 +276,24 @@ class CompiledIndex(_Base):
 
         grams = sorted(trigrams(key))
         marks = ",".join("?" * len(grams))
+        counts = sorted(
+            (n, g)
+            for g, n in self.conn.execute(
+                f"SELECT gram, n FROM gram_counts WHERE gram IN ({marks})", grams
+            )
+        )
+        chosen, total = [], 0
+        for n, g in counts:
+            if len(chosen) >= 3 and total + n > GRAM_BUDGET:
+                break
+            chosen.append(g)
+            total += n
+        marks = ",".join("?" * len(chosen))
         rows = self.conn.execute(
-            f"SELECT n.id, n.key FROM grams g JOIN names n ON n.id = g.id "
-            f"WHERE g.gram IN ({marks}) GROUP BY g.id "
-            f"ORDER BY COUNT(*) DESC, ABS(LENGTH(n.key) - ?) LIMIT ?",
-            [*grams, len(key), MAX_CANDIDATES],
+            f"SELECT n.id, n.key FROM (SELECT id, COUNT(*) AS c FROM grams "
+            f"WHERE gram IN ({marks}) GROUP BY id ORDER BY c DESC LIMIT ?) AS top "
+            f"JOIN names n ON n.id = top.id",
+            [*chosen, MAX_CANDIDATES],
         ).fetchall()
         rows.sort(key=lambda r: len(r[1]))
         found = {rows[i][0] - 1: s for i, s in _Scorer([r[1] for r in rows]).scores(key).items()}
