@@ -11,7 +11,10 @@ is allowed, and the YAML must be plain: no anchors, aliases or tags.
 
 Pitfalls the rules exist for: an unquoted arXiv id such as ``2305.10924`` is read by YAML as a
 float (so ids must be strings); a DOI copied with its ``https://doi.org/`` prefix is a URL, not
-a DOI; ``note`` must exist in every language or in none, so that no reader misses a correction.
+a DOI; ``note`` must exist in every language or in none, so that no reader misses a correction;
+``related`` links are symmetric (``skos:related`` is), so each listed entry must list this one
+back unless the slug is also in ``one_way``, the deliberately one-way links (to hubs such as
+``flops`` or ``u-net``; :mod:`glossary.links`).
 
 One year policy for sources: ``year`` is the publication year, that of the venue where the work
 appeared (DDIM: ICLR 2021), and ``arxiv_year`` keeps the year of the preprint (2020). The loader
