@@ -109,12 +109,15 @@ def fill(template: str, params: Mapping[str, Any], lang: str) -> str:
     """Replace each placeholder of ``template`` by its parameter, formatted for ``lang``."""
 
     def one(match: re.Match[str]) -> str:
-        value = params[match["name"]]
-        spec = match["spec"]
-        if spec == "s" or isinstance(value, str | bool):
-            return str(value)
+        return _one(params[match["name"]], match["spec"])
+
+    def _one(value: Any, spec: str) -> str:
         if isinstance(value, list | tuple):
-            return ", ".join(format_number(v, lang, spec) for v in value)
+            return ", ".join(_one(v, spec) for v in value)
+        if isinstance(value, str | bool) or value is None:
+            return "—" if value is None else str(value)
+        if spec == "s":
+            return format_number(float(value), lang, ".4g")
         return format_number(float(value), lang, spec)
 
     return PLACEHOLDER.sub(one, template).replace("%%", "%")

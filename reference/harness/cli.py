@@ -195,15 +195,17 @@ def parser(technique: Technique, bench: ModuleType) -> argparse.ArgumentParser:
     p.add_argument("--out", type=out_dir, default=None, metavar="DIR", help=text.message("cli.out"))
     for opt in bench.OPTIONS:
         default = getattr(bench.FULL, opt.name)
+        shown = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
+        helptext = text.message(f"option.{opt.name}")
+        if shown not in ("", "None"):
+            helptext += " " + text.message("cli.default", {"value": shown})
         p.add_argument(
             "--" + opt.name.replace("_", "-"),
             dest=opt.name,
             type=opt.parse,
             default=None,
             metavar=opt.metavar,
-            help=text.message(f"option.{opt.name}")
-            + " "
-            + text.message("cli.default", {"value": str(default)}),
+            help=helptext,
         )
     return p
 
