@@ -22,7 +22,8 @@ glossary.cli --entries DIR``), it reports medians over ``-n`` runs of:
 * ``validate``: ``glossary validate DIR`` (all checks, house style included), one run per size
   above 1x;
 * ``site`` (only with ``--site``; minutes at 25x): ``mkdocs build`` of a copy of ``site_src``
-  with ``GLOSSARY_ENTRIES_DIR`` pointing at the folder, one run.
+  with ``GLOSSARY_ENTRIES_DIR`` pointing at the folder, one run (``--site-results DIR`` picks the
+  benchmark results it renders, e.g. an empty folder).
 
 The processes run a snapshot of the ``glossary`` and ``reference`` code copied at the start
 (``PYTHONPATH``), from the temporary folder: edits made meanwhile in the checkout cannot change
@@ -131,17 +132,29 @@ def snapshot_code(target: Path) -> Path:
     return target
 
 
-def site_build(entries: Path, work: Path, env: dict[str, str]) -> tuple[float, float]:
+def site_build(
+    entries: Path, work: Path, env: dict[str, str], results: Path | None
+) -> tuple[float, float]:
+    """``mkdocs build`` in a folder holding a copy of site_src and links to the code snapshot."""
     site = work / f"site-{entries.name}"
+    site.mkdir()
     shutil.copytree(ROOT / "site_src", site / "site_src")
-    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    hooks = work / "code" / "glossary" / "mkdocs_hooks.py"
-    config = config.replace("  - glossary/mkdocs_hooks.py", f"  - {hooks}")
-    (site / "mkdocs.yml").write_text(config, encoding="utf-8")
-    env = dict(env, GLOSSARY_ENTRIES_DIR=str(entries))
+    shutil.copy2(ROOT / "mkdocs.yml", site / "mkdocs.yml")
+    for package in ("glossary", "reference"):
+        (site / package).symlink_to(work / "code" / package, target_is_directory=True)
+    env = dict(env, GLOSSARY_ENTRIES_DIR=str(entries), NO_MKDOCS_2_WARNING="1")
+    if results is not None:
+        env["GLOSSARY_RESULTS_DIR"] = str(results)
     cmd = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(site / "out")]
-    elapsed = run(cmd, env, cwd=site)
-    return elapsed
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=site, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        sys.exit(f"bench: site build at {entries.name} failed: {last}")
+    return elapsed, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 25])
     p.add_argument("-n", type=int, default=15, help="runs per lookup median (default 15)")
     p.add_argument("--site", action="store_true", help="also time a site build (slow)")
+    p.add_argument(
+        "--site-results",
+        type=Path,
+        metavar="DIR",
+        help="benchmark results folder for the site build (GLOSSARY_RESULTS_DIR; an empty "
+        "folder builds the term pages without result sections)",
+    )
     p.add_argument("--entries", type=Path, default=ROOT / "glossary" / "entries")
     args = p.parse_args(argv)
     py = [sys.executable, "-m", "glossary.cli"]
@@ -178,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                 median_of(3, validate, base_env) if k == 1 else run(validate, base_env)
             )
             if args.site:
-                row["site"] = site_build(entries, work, base_env)
+                row["site"] = site_build(entries, work, base_env, args.site_results)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
     keys = [key for key in rows[0] if key not in ("k", "entries")]
