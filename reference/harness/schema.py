@@ -140,6 +140,9 @@ def validate_result(data: Any) -> list[str]:
     """Every problem of a result object, one line each (``[]``: valid)."""
     import jsonschema
 
+    if isinstance(data, dict) and data.get("schema_version") != SCHEMA_VERSION:
+        found = data.get("schema_version")
+        return [f"schema_version: {found!r} is not {SCHEMA_VERSION}; rerun the benchmark"]
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     out = [f"{_path(e.absolute_path)}: {e.message}" for e in errors]
