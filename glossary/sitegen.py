@@ -55,7 +55,7 @@ ENTRIES_ENV = "GLOSSARY_ENTRIES_DIR"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS_DIR = REPO_ROOT / "reference" / "results"
 GENERATED_DIRS = ("terms", "categories")
-GENERATED_FILES = ("index-a-z.md", "compare.md")
+GENERATED_FILES = ("index-a-z.md", "compare.md", "downloads.md")
 FIGURES_DIR = "assets/results"
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 ROLES = ("baseline", "technique", "control", "reference")
@@ -663,9 +663,17 @@ def generate(
         entry = glossary.get(slug)
         if entry is None or not entry.is_technique:
             report.problems.append(f"{ctx.results.directory / slug}.json: no technique '{slug}'")
+    from glossary import sitedownloads
+
+    sizes, downloads = sitedownloads.write(
+        glossary, docs_dir, lambda path, data: write_if_changed(path, data, report)
+    )
     wanted = {docs_dir / rel: text for rel, text in pages(ctx).items()}
+    for lang in LANGS:
+        wanted[docs_dir / lang / "downloads.md"] = sitedownloads.page(lang, sizes)
     for path, text in wanted.items():
         write_if_changed(path, text, report)
+    _remove_stale(docs_dir / sitedownloads.DOWNLOADS_DIR, downloads, report)
     for lang in LANGS:
         for sub in GENERATED_DIRS:
             _remove_stale(docs_dir / lang / sub, set(wanted), report)

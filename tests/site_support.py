@@ -71,9 +71,28 @@ def _plugin_options(plugins: list[Any], name: str) -> dict[str, Any]:
     raise KeyError(name)
 
 
+class _ConfigLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that resolves MkDocs' ``!ENV [NAME, default]`` tag."""
+
+
+def _env_tag(loader: yaml.SafeLoader, node: yaml.Node) -> object:
+    names = (
+        loader.construct_sequence(node)
+        if isinstance(node, yaml.SequenceNode)
+        else [
+            loader.construct_scalar(node)  # type: ignore[arg-type]
+        ]
+    )
+    *variables, default = names if len(names) > 1 else [*names, None]
+    return next((os.environ[v] for v in variables if v in os.environ), default)
+
+
+_ConfigLoader.add_constructor("!ENV", _env_tag)
+
+
 def write_config(root: Path) -> Path:
     """A copy of ``mkdocs.yml`` whose paths point into ``root`` (docs) and the repository."""
-    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    config = yaml.load((REPO / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_ConfigLoader)
     docs = root / "site_src"
     shutil.copytree(REPO / "site_src", docs, ignore=_ignore_generated)
     config["docs_dir"] = str(docs)

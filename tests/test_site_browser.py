@@ -77,6 +77,7 @@ def browser() -> Iterator[Any]:
 def page(browser: Any, base_url: str) -> Iterator[Any]:
     context = browser.new_context(
         base_url=base_url,
+        locale="en-US",  # the first-visit redirect follows navigator.languages
         permissions=["clipboard-read", "clipboard-write"],
         viewport={"width": 1280, "height": 900},
     )
@@ -165,7 +166,7 @@ def test_copy_button_copies_the_run_command(page: Any) -> None:
     block = page.locator("#run-it ~ div.highlight").first
     block.hover()
     block.locator("button[data-md-type='copy']").click()
-    assert page.evaluate("navigator.clipboard.readText()") == "python -m reference.feature_caching"
+    assert page.evaluate("navigator.clipboard.readText()") == ".venv/bin/python -m reference.feature_caching"
 
 
 def test_benchmark_plot_loads(page: Any) -> None:
@@ -204,3 +205,45 @@ def test_missing_browser_skips_locally_and_fails_under_ci(monkeypatch: pytest.Mo
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="failure, not a skip"):
         _unavailable("chromium is missing")
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"), [("es-ES", "/es/"), ("ru-RU", "/ru/"), ("en-US", "/")]
+)
+def test_first_visit_goes_to_the_readers_language(
+    browser: Any, base_url: str, locale: str, expected: str
+) -> None:
+    context = browser.new_context(base_url=base_url, locale=locale)
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        tab = context.new_page()
+        tab.goto("terms/pruning/")
+        tab.wait_for_load_state("load")
+        assert _path(tab) == f"{expected}terms/pruning/"
+        tab.goto("terms/ddim/")  # later pages of the visit are never redirected
+        assert _path(tab) == "/terms/ddim/"
+    finally:
+        context.close()
+
+
+def test_an_explicit_choice_wins_over_the_browser(browser: Any, base_url: str) -> None:
+    context = browser.new_context(base_url=base_url, locale="es-ES")
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        first = context.new_page()
+        first.goto("es/terms/pruning/")
+        assert _path(first) == "/es/terms/pruning/"  # a Spanish page is never redirected
+        with first.expect_navigation():
+            first.locator('a.md-select__link[hreflang="en"]').first.dispatch_event("click")
+        assert _path(first) == "/terms/pruning/"
+        assert first.evaluate("localStorage.getItem('glossary-lang')") == "en"
+        second = context.new_page()  # a new tab: a new session, the same stored choice
+        second.goto("terms/ddim/")
+        second.wait_for_load_state("load")
+        assert _path(second) == "/terms/ddim/"
+    finally:
+        context.close()
+
+
+def _path(tab: Any) -> str:
+    return tab.evaluate("() => location.pathname")

@@ -311,3 +311,36 @@ def test_result_without_headline_and_zero_target(ctx: sitegen.Context) -> None:
     compare = sitegen.compare_page("en", ctx)
     row = next(line for line in compare.splitlines() if "feature-caching.md" in line)
     assert row.count("—") == 3
+
+
+def test_downloads_are_built_with_the_site_in_every_language(docs: Path) -> None:
+    import jsonschema
+
+    from glossary import sitedownloads
+
+    folder = docs / sitedownloads.DOWNLOADS_DIR
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        d.file for d in sitedownloads.DOWNLOADS
+    )
+    schema = json.loads((folder / "glossary.schema.json").read_text(encoding="utf-8"))
+    export = json.loads((folder / "glossary.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(export)
+    pages = {lang: (docs / lang / "downloads.md").read_text(encoding="utf-8") for lang in LANGS}
+    for page in pages.values():
+        for d in sitedownloads.DOWNLOADS:
+            assert f"(../assets/downloads/{d.file})" in page
+    assert pages["es"].startswith("# Descargas") and "KiB" in pages["es"]
+    assert pages["ru"].startswith("# Загрузки") and "глоссарий" in pages["ru"]
+    assert "--format tbx2 -o glossary-tbx2.tbx" in pages["en"]
+
+
+def test_the_json_export_of_the_real_glossary_follows_its_schema() -> None:
+    import jsonschema
+
+    from glossary import sitedownloads
+    from glossary.export import export_text
+
+    schema = json.loads(sitedownloads.SCHEMA_FILE.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(
+        json.loads(export_text(load_glossary(), "json"))
+    )
