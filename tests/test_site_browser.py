@@ -166,7 +166,8 @@ def test_copy_button_copies_the_run_command(page: Any) -> None:
     block = page.locator("#run-it ~ div.highlight").first
     block.hover()
     block.locator("button[data-md-type='copy']").click()
-    assert page.evaluate("navigator.clipboard.readText()") == ".venv/bin/python -m reference.feature_caching"
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied == ".venv/bin/python -m reference.feature_caching"
 
 
 def test_benchmark_plot_loads(page: Any) -> None:
