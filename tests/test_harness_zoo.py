@@ -174,7 +174,7 @@ def test_technique_modules_extend_the_registry(
         encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(specs, "EXTENSION_MODULES", ("fake_zoo_ext", "reference.not_written"))
+    monkeypatch.setattr(specs, "zoo_extension_modules", lambda: ["fake_zoo_ext"])
     monkeypatch.setattr(specs, "SPECS", dict(specs.SPECS))
     monkeypatch.setattr(specs, "_LOADED_EXTENSIONS", set())
     monkeypatch.setattr(zoo, "SPECS", specs.SPECS)
@@ -183,3 +183,6 @@ def test_technique_modules_extend_the_registry(
     assert names[-1] == "fake_student" and list(specs.load_extensions()) == names
     with pytest.raises(zoo.ZooError, match="fake_student"):
         zoo.load("fake_student", tmp_path)  # registered, but never trained
+    monkeypatch.setattr(specs, "zoo_extension_modules", lambda: ["reference.not_written"])
+    with pytest.raises(zoo.ZooError, match=r"reference\.not_written"):
+        specs.load_extensions()  # a registered module that is missing is an error, not skipped

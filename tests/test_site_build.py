@@ -126,8 +126,14 @@ def test_benchmark_table_is_localized(built: BuiltSite, lang: str, number: str) 
     html = built.html(lang, "terms/feature-caching")
     section = html.split('id="benchmark"')[1].split('id="sources"')[0]
     assert f"<strong>{number}×</strong>" in section
-    assert section.count("<tr>") == 4 + 3  # header + 3 rows, aims header + 2 aims
-    assert "DDIM 19 steps (same compute)" in section
+    # summary and full tables (header + 3 rows each), aims (header + 2 aims)
+    assert section.count("<tr>") == 4 + 4 + 3
+    config = {
+        "en": "DDIM 19 steps (same FLOPs as N=3)",
+        "es": "DDIM con 19 pasos (mismos FLOPs",
+        "ru": "DDIM, 19 шагов (те же FLOPs",
+    }[lang]
+    assert config in section
     assert "✓" in section and "✗" in section
     assert 'src="../../../assets/results/feature-caching.png"' in section or (
         'src="../../assets/results/feature-caching.png"' in section

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from reference.harness.cli import Option, int_tuple
+from reference.harness.cli import Option, at_least, int_tuple
 from reference.harness.results import Figure, Headline, Measurement, Row, aim, metrics, note
 
 from .figures import plot_fdd_vs_nfe
@@ -44,24 +44,17 @@ class Config:
     dit: bool = True
 
     def validate(self) -> None:
-        if self.steps < 2:
-            raise ValueError(f"--steps must be >= 2, got {self.steps}")
-        if self.interval < 1:
-            raise ValueError(f"--interval must be >= 1, got {self.interval}")
+        at_least(self, steps=2, interval=1)
         if not self.intervals or min(self.intervals) < 1:
             raise ValueError(f"--intervals must be >= 1, got {self.intervals}")
         if self.warmup < 1:
             raise ValueError(
                 f"--warmup must be >= 1 (the first step has no history), got {self.warmup}"
             )
-        if self.order < 0:
-            raise ValueError(f"--order must be >= 0, got {self.order}")
+        at_least(self, order=0)
         if self.samples < 10:
             raise ValueError(f"--samples must be >= 10 (one per class), got {self.samples}")
-        if self.latency_batch < 1:
-            raise ValueError(f"--latency-batch must be >= 1, got {self.latency_batch}")
-        if self.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
+        at_least(self, latency_batch=1, repeats=1)
         if self.timing_warmup < 0:
             raise ValueError(f"warm-up rounds must be >= 0, got {self.timing_warmup}")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference.harness.cli import Option, int_tuple
+from reference.harness.cli import Option, at_least, int_tuple
 from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
 
 SLUG = "async-pipeline"
@@ -42,14 +42,12 @@ class Config:
     def validate(self) -> None:
         if not self.batches or min(self.batches) < 1:
             raise ValueError(f"--batches must be >= 1, got {list(self.batches)}")
-        if self.steps < 2:
-            raise ValueError(f"--steps must be >= 2, got {self.steps}")
+        at_least(self, steps=2)
         if not 0 <= self.warmup < self.steps:
             raise ValueError(
                 f"--warmup must be in 0..steps-1 ({self.steps - 1}), got {self.warmup}"
             )
-        if self.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
+        at_least(self, repeats=1)
 
 
 FULL = Config()

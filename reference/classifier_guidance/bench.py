@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from reference.harness.cli import Option, float_tuple, int_tuple
+from reference.harness.cli import Option, at_least, float_tuple, int_tuple
 from reference.harness.results import (
     Figure,
     Headline,
@@ -56,8 +56,7 @@ class Config:
     def validate(self) -> None:
         if self.samples < 20:
             raise ValueError(f"--samples must be >= 20 (two per class), got {self.samples}")
-        if self.steps < 1:
-            raise ValueError(f"--steps must be >= 1, got {self.steps}")
+        at_least(self, steps=1)
         if not self.nfe_grid or min(self.nfe_grid) < 1:
             raise ValueError(f"--nfe-grid must be >= 1, got {self.nfe_grid}")
         for name, scales, neutral, row in (
@@ -74,10 +73,7 @@ class Config:
                 raise ValueError(f"{name} needs a scale above {neutral:g}, got {scales}")
         if not 0.0 < self.target_accuracy <= 1.0:
             raise ValueError(f"target accuracy must be in (0, 1], got {self.target_accuracy}")
-        if self.latency_batch < 1:
-            raise ValueError(f"--latency-batch must be >= 1, got {self.latency_batch}")
-        if self.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
+        at_least(self, latency_batch=1, repeats=1)
         if self.warmup < 0:
             raise ValueError(f"warm-up rounds must be >= 0, got {self.warmup}")
 

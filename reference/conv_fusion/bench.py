@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from reference.harness.cli import Option, int_tuple
+from reference.harness.cli import Option, at_least, int_tuple
 from reference.harness.results import Figure, Headline, Measurement, Metric, aim, metrics, note
 
 from .measure import CompiledRun, run_all
@@ -55,14 +55,7 @@ class Config:
                 f"--headline-batch {self.headline_batch} is not one of --batches "
                 f"{list(self.batches)}"
             )
-        if self.width < 1:
-            raise ValueError(f"--width must be >= 1, got {self.width}")
-        if self.depth < 3:
-            raise ValueError(f"--depth must be >= 3, got {self.depth}")
-        if self.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
-        if self.warmup < 0:
-            raise ValueError(f"--warmup must be >= 0, got {self.warmup}")
+        at_least(self, width=1, depth=3, repeats=1, warmup=0)
 
 
 FULL = Config()

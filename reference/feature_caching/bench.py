@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from reference.harness.cli import Option, int_tuple
+from reference.harness.cli import Option, at_least, int_tuple
 from reference.harness.results import (
     Figure,
     Headline,
@@ -61,8 +61,7 @@ class Config:
     dit: bool = True
 
     def validate(self) -> None:
-        if self.steps < 1:
-            raise ValueError(f"--steps must be >= 1, got {self.steps}")
+        at_least(self, steps=1)
         if not self.intervals or any(n < 1 for n in self.intervals):
             raise ValueError(f"--intervals must be >= 1, got {self.intervals}")
         if self.headline_interval not in self.intervals:

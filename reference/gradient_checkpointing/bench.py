@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from reference.harness.cli import Option, int_tuple
+from reference.harness.cli import Option, at_least, int_tuple
 from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
 
 from .figures import chain_figure, unet_figure
@@ -47,17 +47,13 @@ class Config:
     rss: bool = True
 
     def validate(self) -> None:
-        if self.batch < 1:
-            raise ValueError(f"--batch must be >= 1, got {self.batch}")
+        at_least(self, batch=1)
         if not 2 <= self.microbatches <= self.batch:
             raise ValueError(
                 f"--microbatches must be between 2 and --batch ({self.batch}), "
                 f"got {self.microbatches}"
             )
-        if self.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
-        if self.warmup < 0:
-            raise ValueError(f"--warmup must be >= 0, got {self.warmup}")
+        at_least(self, repeats=1, warmup=0)
         if len(set(self.chain_ns)) < 2 or min(self.chain_ns) < 1:
             raise ValueError(
                 f"--chain-ns needs two or more distinct lengths >= 1, got {self.chain_ns}"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference.harness.cli import Option
+from reference.harness.cli import Option, at_least
 from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
 
 from .analysis import choose, same_point
@@ -49,8 +49,7 @@ class Config:
     grace: int = 20
 
     def validate(self) -> None:
-        if self.n < 2:
-            raise ValueError(f"--n must be >= 2, got {self.n}")
+        at_least(self, n=2)
         if self.space not in SPACES:
             raise ValueError(f"--space must be one of {', '.join(SPACES)}, got {self.space!r}")
         if self.objective not in ("model", "toy"):
@@ -63,8 +62,7 @@ class Config:
             raise ValueError(
                 f"--grace must be > --heartbeat, got {self.grace} and {self.heartbeat}"
             )
-        if self.sleep < 0:
-            raise ValueError(f"--sleep must be >= 0, got {self.sleep}")
+        at_least(self, sleep=0)
         if not self.study.strip():
             raise ValueError("--study must not be empty")
 

@@ -118,6 +118,8 @@ _EXPORTS: dict[str, str] = {
     "metrics": "results",
     "note": "results",
     "read_result": "results",
+    "settings_of": "results",
+    "speedup_headline": "results",
     "write_result": "results",
     # schema
     "aim_state": "schema",
@@ -126,6 +128,7 @@ _EXPORTS: dict[str, str] = {
     "check_results": "provenance",
     # command line
     "Option": "cli",
+    "at_least": "cli",
     "float_tuple": "cli",
     "int_tuple": "cli",
     "name_tuple": "cli",

@@ -126,6 +126,18 @@ def int_tuple(text: str) -> tuple[int, ...]:
         ) from None
 
 
+def at_least(cfg: Any, **minimums: float) -> None:
+    """Check ``Config`` fields against their minimums, in order, for ``Config.validate()``.
+
+    ``at_least(self, steps=1, repeats=1, warmup=0)`` raises ``ValueError("--steps must be >= 1,
+    got 0")`` for the first field below its minimum (the option's name, as the user typed it).
+    """
+    for name, minimum in minimums.items():
+        value = getattr(cfg, name)
+        if value < minimum:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= {minimum}, got {value}")
+
+
 def out_dir(text: str) -> Path:
     """argparse type of ``--out``: a folder path, never the empty string (which is ``.``)."""
     if not text.strip():

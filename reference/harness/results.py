@@ -155,6 +155,42 @@ def note(id: str, **params: Any) -> Note:
     return Note(id, dict(params))
 
 
+def settings_of(cfg: Any, **extra: Any) -> Params:
+    """A result's ``settings``: every field of the run's ``Config`` plus ``extra`` facts of the
+    run (a measured FLOP fraction, the scheduler used), so no field is forgotten or retyped."""
+    from dataclasses import fields
+
+    return {**{f.name: getattr(cfg, f.name) for f in fields(cfg)}, **extra}
+
+
+def speedup_headline(
+    row: str,
+    lat: Any,
+    key: str | None = None,
+    *,
+    limit: float | None,
+    limit_kind: Literal["bound", "estimate"] | None,
+    quality_ratio: float | None = None,
+    quality_interval: tuple[float, float] | None = None,
+    quality_metric: str | None = "fd_digits",
+    memory_ratio: float | None = None,
+) -> Headline:
+    """The :class:`Headline` of ``row`` whose speedup and 95% interval come from the latency
+    comparison ``lat`` (``key`` names the timed function, default ``row``)."""
+    key = key or row
+    return Headline(
+        row,
+        speedup=lat.speedup[key],
+        speedup_interval=lat.speedup_interval(key),
+        speedup_limit=limit,
+        limit_kind=limit_kind,
+        memory_ratio=memory_ratio,
+        quality_metric=quality_metric if quality_ratio is not None else None,
+        quality_ratio=quality_ratio,
+        quality_interval=quality_interval,
+    )
+
+
 @dataclass
 class Measurement:
     """What a technique's ``benchmark(cfg, out)`` returns: the body of its result file."""

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import torch
 
-from reference.harness.cli import Option, float_tuple, name_tuple
+from reference.harness.cli import Option, at_least, float_tuple, name_tuple
 from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
 
 from .measure import (
@@ -70,8 +70,7 @@ class Config:
                 )
         if self.n_eval < 2:
             raise ValueError(f"--n-eval must be >= 2 (FDD needs a covariance), got {self.n_eval}")
-        if self.warmup < 0:
-            raise ValueError(f"--warmup must be >= 0, got {self.warmup}")
+        at_least(self, warmup=0)
         if not 1 <= self.lora_rank <= 96:
             raise ValueError(
                 f"--lora-rank must be in 1..96 (the layer is 96 wide), got {self.lora_rank}"

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from reference.harness.cli import Option
+from reference.harness.cli import Option, at_least
 from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
 
 from .accounting import RoutingRecorder, active_parameters, flops_per_token
@@ -39,16 +39,7 @@ class Config:
     warmup: int = 1
 
     def validate(self) -> None:
-        if self.steps < 1:
-            raise ValueError(f"--steps must be >= 1, got {self.steps}")
-        if self.n_quality < 2:
-            raise ValueError(f"--n-quality must be >= 2, got {self.n_quality}")
-        if self.batch_latency < 1:
-            raise ValueError(f"--batch-latency must be >= 1, got {self.batch_latency}")
-        if self.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
-        if self.warmup < 0:
-            raise ValueError(f"--warmup must be >= 0, got {self.warmup}")
+        at_least(self, steps=1, n_quality=2, batch_latency=1, repeats=1, warmup=0)
 
 
 FULL = Config()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from reference.harness.cli import Option, float_tuple, name_tuple
+from reference.harness.cli import Option, at_least, float_tuple, name_tuple
 from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
 
 from .measure import Entry, build_entries, measure, save_figures
@@ -54,10 +54,7 @@ class Config:
                 raise ValueError(
                     f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}"
                 )
-        if self.warmup < 0:
-            raise ValueError(f"--warmup must be >= 0, got {self.warmup}")
-        if self.n_samples < 2:
-            raise ValueError(f"--n-samples must be >= 2, got {self.n_samples}")
+        at_least(self, warmup=0, n_samples=2)
 
 
 FULL = Config()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from reference.harness.cli import Option, int_tuple, name_tuple
+from reference.harness.cli import Option, at_least, int_tuple, name_tuple
 from reference.harness.results import (
     Figure,
     Headline,
@@ -88,10 +88,7 @@ class Config:
             )
         if not 1 <= self.ref_steps <= 1000:
             raise ValueError(f"--ref-steps must be in [1, 1000], got {self.ref_steps}")
-        if self.latency_batch < 1:
-            raise ValueError(f"--latency-batch must be >= 1, got {self.latency_batch}")
-        if self.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
+        at_least(self, latency_batch=1, repeats=1)
         if self.warmup < 0:
             raise ValueError(f"warm-up rounds must be >= 0, got {self.warmup}")
 

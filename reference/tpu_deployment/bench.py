@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from reference.harness.cli import Option, int_tuple
+from reference.harness.cli import Option, at_least, int_tuple
 from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
 
 from . import JAX_MISSING, configure_host_devices, require_jax
@@ -48,16 +48,7 @@ class Config:
     full_rows: bool = True
 
     def validate(self) -> None:
-        if self.n < 1:
-            raise ValueError(f"--n must be >= 1, got {self.n}")
-        if self.steps < 1:
-            raise ValueError(f"--steps must be >= 1, got {self.steps}")
-        if self.guidance_scale < 0:
-            raise ValueError(f"--guidance-scale must be >= 0, got {self.guidance_scale}")
-        if self.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
-        if self.warmup < 0:
-            raise ValueError(f"--warmup must be >= 0, got {self.warmup}")
+        at_least(self, n=1, steps=1, guidance_scale=0, repeats=1, warmup=0)
         if any(s < 1 for s in self.stream):
             raise ValueError(f"--stream sizes must be >= 1, got {self.stream}")
         if not self.buckets or any(b < 1 for b in self.buckets):
