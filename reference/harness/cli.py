@@ -395,8 +395,16 @@ def _fail(prog: str, message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
+def quiet_threads() -> None:
+    """OpenMP threads sleep instead of spinning when idle (set before torch is imported): on a
+    shared 2-core machine the default active wait made torch 10-50x slower whenever another
+    process was busy. An explicit ``OMP_WAIT_POLICY`` wins."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def main(package: str, argv: Sequence[str] | None = None) -> NoReturn:
     """Entry point of ``python -m reference.<package>``."""
+    quiet_threads()
     technique = by_package(package)
     if technique is None:
         _fail(package, f"{package} is not a registered technique (reference/registry.py)", 2)

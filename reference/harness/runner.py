@@ -80,9 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     selected = list(args.techniques) or [t.slug for t in TECHNIQUES]
     if args.check:
         return _check(selected)
-    from tqdm.auto import tqdm
+    from .cli import UsageError, contract, plan, quiet_threads, run_benchmark
 
-    from .cli import UsageError, contract, plan, run_benchmark
+    quiet_threads()
+    from tqdm.auto import tqdm
 
     try:
         plans = []
