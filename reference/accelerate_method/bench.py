@@ -16,7 +16,16 @@ from pathlib import Path
 import torch
 
 from reference.harness.cli import Option, at_least, int_tuple
-from reference.harness.results import Figure, Headline, Measurement, Row, aim, metrics, note
+from reference.harness.results import (
+    Figure,
+    Measurement,
+    Row,
+    aim,
+    metrics,
+    note,
+    settings_of,
+    speedup_headline,
+)
 
 from .figures import plot_fdd_vs_nfe
 from .runs import Study, measure
@@ -124,29 +133,14 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         aim("speedup", speed, 1.7, ">=", interval=speed_ci, k=k, steps=n, limit=limit),
     ]
     return Measurement(
-        settings={
-            "samples": cfg.samples,
-            "steps": n,
-            "scheduler": "ddim",
-            "interval": k,
-            "warmup": w,
-            "order": cfg.order,
-            "intervals": list(cfg.intervals),
-            "latency_batch": cfg.latency_batch,
-            "repeats": cfg.repeats,
-            "timing_warmup": cfg.timing_warmup,
-            "seed": cfg.seed,
-            "dit": cfg.dit,
-        },
+        settings=settings_of(cfg, scheduler="ddim"),
         metrics=metrics("nfe", "latency_ms", "speedup", "fd_digits"),
         rows=_rows(study),
-        headline=Headline(
+        headline=speedup_headline(
             "newton",
-            speedup=speed,
-            speedup_interval=speed_ci,
-            speedup_limit=limit,
+            lat,
+            limit=limit,
             limit_kind="bound",
-            quality_metric="fd_digits",
             quality_ratio=fdd["newton"] / fdd["base"],
         ),
         aims=aims,

@@ -15,7 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from reference.harness.cli import Option, at_least, int_tuple
-from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
+from reference.harness.results import (
+    Figure,
+    Measurement,
+    Metric,
+    Row,
+    aim,
+    metrics,
+    note,
+    settings_of,
+    speedup_headline,
+)
 
 SLUG = "async-pipeline"
 SPEED_AIM = 1.4
@@ -199,15 +209,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         note("threads-and-load", load1=load[0], load5=load[1], load15=load[2]),
     ]
     return Measurement(
-        settings={
-            "batches": list(cfg.batches),
-            "steps": cfg.steps,
-            "warmup": cfg.warmup,
-            "repeats": cfg.repeats,
-            "split": s["split"],
-            "backend": "gloo",
-            "threads_per_stage": 1,
-        },
+        settings=settings_of(cfg, split=s["split"], backend="gloo", threads_per_stage=1),
         metrics=metrics(
             "latency_ms",
             "speedup",
@@ -216,13 +218,12 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             throughput=Metric("images_per_s", "higher"),
         ),
         rows=rows,
-        headline=Headline(
+        headline=speedup_headline(
             head,
-            speedup=speedup,
-            speedup_interval=interval,
-            speedup_limit=top["limit"],
+            top["lat"],
+            "async",
+            limit=top["limit"],
             limit_kind="estimate",  # from the ranks' measured compute times
-            quality_metric="fd_digits",
             quality_ratio=fd_async / fd_ref,
         ),
         aims=[

@@ -18,13 +18,14 @@ import torch
 from reference.harness.cli import Option, at_least, float_tuple, int_tuple
 from reference.harness.results import (
     Figure,
-    Headline,
     Measurement,
     Metric,
     Row,
     aim,
     metrics,
     note,
+    settings_of,
+    speedup_headline,
 )
 
 from .figures import GRID_ROWS, plot_study, save_samples
@@ -203,21 +204,13 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     ]
     grid = sorted(cfg.nfe_grid)
     return Measurement(
-        settings={
-            "samples": cfg.samples,
-            "steps": k,
-            "scheduler": "ddim",
-            "cg_scales": list(cfg.cg_scales),
-            "cfg_scales": list(cfg.cfg_scales),
-            "nfe_grid": grid,
-            "target_accuracy": cfg.target_accuracy,
-            "latency_batch": cfg.latency_batch,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "seed": cfg.seed,
-            "accuracy_vs_nfe_rows": [row_id(m, s) for m, s in curves],
-            "accuracy_vs_nfe": [list(study.curve(m, s, tuple(grid)).values()) for m, s in curves],
-        },
+        settings=settings_of(
+            cfg,
+            scheduler="ddim",
+            nfe_grid=grid,
+            accuracy_vs_nfe_rows=[row_id(m, s) for m, s in curves],
+            accuracy_vs_nfe=[list(study.curve(m, s, tuple(grid)).values()) for m, s in curves],
+        ),
         metrics=metrics(
             "nfe",
             "accuracy",
@@ -229,13 +222,12 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             nfe_to_target=Metric("", "lower"),
         ),
         rows=_rows(study, cfg),
-        headline=Headline(
+        headline=speedup_headline(
             head,
-            speedup=lat.speedup["cg"],
-            speedup_interval=lat.speedup_interval("cg"),
-            speedup_limit=flops["uncond"] / flops["cg"],
+            lat,
+            "cg",
+            limit=flops["uncond"] / flops["cg"],
             limit_kind="estimate",
-            quality_metric="fd_digits",
             quality_ratio=q_ratio,
         ),
         aims=aims,

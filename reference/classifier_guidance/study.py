@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from reference.data import NULL_CLASS
+from reference.harness.sampling import frozen
 
 from .guidance import ClassifierGuidanceConfig, apply_classifier_guidance
 
@@ -27,10 +28,8 @@ class Models:
     def __init__(self) -> None:
         from reference import zoo
 
-        self.unet = zoo.load_teacher().eval()
-        self.classifier = zoo.load_noisy_classifier().eval()
-        for p in [*self.unet.parameters(), *self.classifier.parameters()]:
-            p.requires_grad_(False)
+        self.unet = frozen(zoo.load_teacher())
+        self.classifier = frozen(zoo.load_noisy_classifier())
         self.alphas_cumprod = zoo.teacher_scheduler().alphas_cumprod
 
     def guidance(self, scale: float) -> ClassifierGuidanceConfig:

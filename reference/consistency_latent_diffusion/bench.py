@@ -19,7 +19,16 @@ from typing import Any
 import torch
 
 from reference.harness.cli import Option, int_tuple
-from reference.harness.results import Figure, Measurement, Metric, Row, aim, metrics, note
+from reference.harness.results import (
+    Figure,
+    Measurement,
+    Metric,
+    Row,
+    aim,
+    metrics,
+    note,
+    settings_of,
+)
 from reference.harness.sampling import LATENT_SHAPE, EpsFn
 from reference.timestep_distillation import few_step
 
@@ -231,20 +240,13 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         note("guidance-free"),
     ]
     return Measurement(
-        settings={
-            "n": cfg.n,
-            "seed": cfg.seed,
-            "latency_batch": cfg.latency_batch,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "baseline_steps": BASELINE_STEPS,
-            "consistency_steps": list(cfg.cm_steps),
-            "control_steps": list(cfg.control_steps),
-            "headline_steps": h,
-            "guidance_scale": 1.0,
-            "consistency_train_seconds": few_step.train_seconds(ZOO_NAME),
-            "latent_teacher_train_seconds": few_step.train_seconds("latent_teacher"),
-        },
+        settings=settings_of(
+            cfg,
+            baseline_steps=BASELINE_STEPS,
+            guidance_scale=1.0,
+            consistency_train_seconds=few_step.train_seconds(ZOO_NAME),
+            latent_teacher_train_seconds=few_step.train_seconds("latent_teacher"),
+        ),
         metrics=metrics(
             "latency_ms",
             "speedup",

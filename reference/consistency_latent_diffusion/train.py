@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from reference.data import NULL_CLASS, load_digits_tensors
+from reference.harness.sampling import frozen
 from reference.zoo.specs import LATENT_TEACHER_CONFIG, P_UNCOND, SCHEDULER_CONFIG, ZooSpec
 from reference.zoo.training import TrainContext, TrainOutcome, fit
 
@@ -72,9 +73,7 @@ def clean_latents(vae: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.
 def train_consistency(ctx: TrainContext) -> TrainOutcome:
     """Latent consistency distillation of ``latent_teacher`` (guidance-free, null class kept)."""
     vae = ctx.load("vae")
-    teacher = ctx.load("latent_teacher").eval()
-    for p in teacher.parameters():
-        p.requires_grad_(False)
+    teacher = frozen(ctx.load("latent_teacher"))
     x, y = load_digits_tensors("train")
     mean, std = clean_latents(vae, x)
     scale = float(vae.config.scaling_factor)

@@ -18,7 +18,16 @@ from pathlib import Path
 import torch
 
 from reference.harness.cli import Option, at_least, int_tuple
-from reference.harness.results import Figure, Headline, Measurement, Metric, aim, metrics, note
+from reference.harness.results import (
+    Figure,
+    Headline,
+    Measurement,
+    Metric,
+    aim,
+    metrics,
+    note,
+    settings_of,
+)
 
 from .measure import CompiledRun, run_all
 from .rows import compiled_rows, figure, sweep_rows, unet_rows
@@ -152,15 +161,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     rows += [row for cr in compiled for row in compiled_rows(cr)]
     rows += unet_rows(unet, cfg.headline_batch)
     return Measurement(
-        settings={
-            "batches": list(cfg.batches),
-            "headline_batch": cfg.headline_batch,
-            "denoiser_width": cfg.width,
-            "denoiser_depth": cfg.depth,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "torch_compile": cfg.compile,
-        },
+        settings=settings_of(cfg),
         metrics=_metrics(),
         rows=rows,
         headline=Headline(

@@ -19,14 +19,16 @@ from torch import nn
 from reference.harness.cli import Option, at_least, int_tuple
 from reference.harness.results import (
     Figure,
-    Headline,
     Measurement,
     Metric,
     Row,
     aim,
     metrics,
     note,
+    settings_of,
+    speedup_headline,
 )
+from reference.harness.sampling import frozen
 
 from .conditioning import ConditionEmbeddingCache, CrossAttentionToy, KVCache
 from .deepcache import (
@@ -103,12 +105,6 @@ def _metrics() -> dict[str, Metric]:
         "gflops",
         full_steps=Metric("", "lower"),
     )
-
-
-def _frozen(model: nn.Module) -> nn.Module:
-    for p in model.parameters():
-        p.requires_grad_(False)
-    return model.eval()
 
 
 @dataclass
@@ -201,9 +197,9 @@ def dit_variants(cfg: Config) -> list[Variant]:
     from reference.harness import model_eps_fn
 
     s = cfg.steps
-    plain = _frozen(zoo.load_dit())
-    fbc = first_block_cache(_frozen(zoo.load_dit()), cfg.fbc_threshold)
-    pab = pyramid_attention_broadcast(_frozen(zoo.load_dit()), cfg.pab_skip)
+    plain = frozen(zoo.load_dit())
+    fbc = first_block_cache(frozen(zoo.load_dit()), cfg.fbc_threshold)
+    pab = pyramid_attention_broadcast(frozen(zoo.load_dit()), cfg.pab_skip)
     return [
         Variant(
             "dit",
@@ -234,7 +230,7 @@ def kv_cache_demo(steps: int = 50, batch: int = 16) -> dict[str, float]:
     from reference.harness import count_flops
 
     torch.manual_seed(0)
-    toy = _frozen(CrossAttentionToy())
+    toy = frozen(CrossAttentionToy())
     labels = torch.arange(batch) % 10
     xs = [torch.randn(batch, 64, 96) for _ in range(steps)]
     cache = KVCache()
@@ -301,11 +297,20 @@ def _figure(
     return path
 
 
+def _teacher(cfg: Config) -> tuple[nn.Module, float]:
+    """The frozen zoo teacher, checked for caching at ``cfg.branch``, and the fraction of its
+    FLOPs a cached step skips there."""
+    from reference import zoo
+
+    unet = frozen(zoo.load_teacher())
+    check_supported(unet, cfg.branch)
+    return unet, skipped_flop_fraction(unet, cfg.branch)
+
+
 def benchmark(cfg: Config, out: Path) -> Measurement:
     """Measure every variant; write the figures into ``out``."""
     from tqdm import tqdm
 
-    from reference import zoo
     from reference.harness import (
         class_accuracy,
         class_labels,
@@ -317,9 +322,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         save_grid,
     )
 
-    unet = _frozen(zoo.load_teacher())
-    check_supported(unet, cfg.branch)
-    f = skipped_flop_fraction(unet, cfg.branch)
+    unet, f = _teacher(cfg)
     variants = unet_variants(unet, cfg, f) + (dit_variants(cfg) if cfg.dit else [])
     by_key = {v.key: v for v in variants}
 
@@ -449,29 +452,17 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         ),
     ]
     return Measurement(
-        settings={
-            "steps": cfg.steps,
-            "scheduler": "ddim",
-            "intervals": list(cfg.intervals),
-            "branch": cfg.branch,
-            "n_quality": cfg.n_quality,
-            "batch_latency": cfg.batch_latency,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "skipped_flop_fraction": round(f, 4),
-            "fbc_threshold": cfg.fbc_threshold if cfg.dit else None,
-            "pab_skip": cfg.pab_skip if cfg.dit else None,
-        },
+        settings=settings_of(
+            cfg,
+            scheduler="ddim",
+            skipped_flop_fraction=round(f, 4),
+            fbc_threshold=cfg.fbc_threshold if cfg.dit else None,
+            pab_skip=cfg.pab_skip if cfg.dit else None,
+        ),
         metrics=_metrics(),
         rows=rows,
-        headline=Headline(
-            head,
-            speedup=speed[head],
-            speedup_interval=speed_ci[head],
-            speedup_limit=limit,
-            limit_kind="bound",
-            quality_metric="fd_digits",
-            quality_ratio=quality_ratio,
+        headline=speedup_headline(
+            head, timing[0], limit=limit, limit_kind="bound", quality_ratio=quality_ratio
         ),
         aims=aims,
         notes=notes,
@@ -481,7 +472,6 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
 
 def demo(cfg: Config, out: Path) -> None:
     """Baseline vs DeepCache vs matched-cost DDIM: a small table and a sample grid."""
-    from reference import zoo
     from reference.harness import (
         class_labels,
         compare_latency,
@@ -490,9 +480,7 @@ def demo(cfg: Config, out: Path) -> None:
         save_grid,
     )
 
-    unet = _frozen(zoo.load_teacher())
-    check_supported(unet, cfg.branch)
-    f = skipped_flop_fraction(unet, cfg.branch)
+    unet, f = _teacher(cfg)
     variants = [v for v in unet_variants(unet, cfg, f) if v.key != "dc-lru"]
     noise, labels = make_noise(cfg.n_quality, seed=0), class_labels(cfg.n_quality)
     runs = {v.key: _runner(v, noise, labels) for v in variants}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import Any
 
 import torch
 from torch import nn
@@ -75,6 +76,16 @@ class LRU:
         while len(self.table) > self.maxsize:
             self.table.popitem(last=False)
 
+    def lookup(self, keys: list[Hashable]) -> tuple[dict[Hashable, Any], list[Hashable]]:
+        """The cached value of each distinct key in ``keys`` (counted as a hit or a miss) and
+        the distinct keys not cached, in first-seen order."""
+        found: dict[Hashable, Any] = {}
+        for key in dict.fromkeys(keys):
+            value = self.get(key)
+            if value is not None:
+                found[key] = value
+        return found, [k for k in dict.fromkeys(keys) if k not in found]
+
     @property
     def hit_rate(self) -> float:
         total = self.hits + self.misses
@@ -100,12 +111,7 @@ class ConditionEmbeddingCache:
         t = t.expand(batch) if t.numel() == 1 else t
         ys = [None] * batch if class_labels is None else class_labels.tolist()
         keys = list(zip(t.tolist(), ys, strict=True))
-        rows: dict[Hashable, torch.Tensor] = {}
-        for key in dict.fromkeys(keys):
-            row = self.lru.get(key)
-            if row is not None:
-                rows[key] = row  # type: ignore[assignment]
-        missing = [k for k in dict.fromkeys(keys) if k not in rows]
+        rows, missing = self.lru.lookup(keys)
         if missing:
             mt = torch.tensor([k[0] for k in missing], dtype=t.dtype)
             my = None if class_labels is None else torch.tensor([k[1] for k in missing])
@@ -167,12 +173,7 @@ class KVCache:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(K, V)`` for a batch with condition ``keys``; ``context_of(missing_keys)`` builds
         the condition tokens ``[M, L, C]`` of the keys not cached yet."""
-        rows: dict[Hashable, tuple[torch.Tensor, torch.Tensor]] = {}
-        for key in dict.fromkeys(keys):
-            row = self.lru.get(key)
-            if row is not None:
-                rows[key] = row  # type: ignore[assignment]
-        missing = [k for k in dict.fromkeys(keys) if k not in rows]
+        rows, missing = self.lru.lookup(keys)
         if missing:
             k_new, v_new = cross_attention_kv(attn, context_of(missing))
             for key, kr, vr in zip(missing, k_new, v_new, strict=True):

@@ -17,7 +17,17 @@ from typing import Any
 import torch
 
 from reference.harness.cli import Option, at_least, int_tuple
-from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
+from reference.harness.results import (
+    Figure,
+    Measurement,
+    Metric,
+    Row,
+    aim,
+    metrics,
+    note,
+    settings_of,
+    speedup_headline,
+)
 
 from .figures import chain_figure, unet_figure
 from .measure import (
@@ -212,17 +222,9 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         aim("peak-memory", base["peak_activation_mb"] / h["peak_activation_mb"], 3.0, ">="),
     ]
     return Measurement(
-        settings={
-            "batch": cfg.batch,
-            "microbatches": cfg.microbatches,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "dtype": "float32",
-            "use_reentrant": False,
-            "chain_ns": list(cfg.chain_ns),
-            "chain_width": 64,
-            "chain_batch": 128,
-        },
+        settings=settings_of(
+            cfg, dtype="float32", use_reentrant=False, chain_width=64, chain_batch=128
+        ),
         metrics=metrics(
             "activation_mb",
             peak_activation_mb=Metric("MB", "lower"),
@@ -233,11 +235,10 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             **({"peak_rss_mb": metrics("peak_rss_mb")["peak_rss_mb"]} if cfg.rss else {}),
         ),
         rows=rows,
-        headline=Headline(
+        headline=speedup_headline(
             HEADLINE,
-            speedup=lat.speedup[HEADLINE],
-            speedup_interval=lat.speedup_interval(HEADLINE),
-            speedup_limit=flops["none"] / flops[HEADLINE],
+            lat,
+            limit=flops["none"] / flops[HEADLINE],
             limit_kind="estimate",
             memory_ratio=h["activation_mb"] / base["activation_mb"],
         ),

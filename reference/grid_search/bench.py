@@ -20,7 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from reference.harness.cli import Option, at_least
-from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
+from reference.harness.results import (
+    Figure,
+    Measurement,
+    Metric,
+    Row,
+    aim,
+    metrics,
+    note,
+    settings_of,
+    speedup_headline,
+)
 
 from .analysis import choose, same_point
 from .objective import DEFAULT_POINT, QUICK_TRAIN_SPACE, SPACES, TRAIN_SPACE
@@ -194,29 +204,23 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         note("grid-latency"),
     ]
     return Measurement(
-        settings={
-            "n": cfg.n,
-            "space": cfg.space,
-            "samplers": list(space["sampler"]),
-            "steps": list(space["steps"]),
-            "guidance": list(space["guidance"]),
-            "default_sampler": DEFAULT_POINT["sampler"],
-            "default_steps": DEFAULT_POINT["steps"],
-            "default_guidance": DEFAULT_POINT["guidance"],
-            "repeats": cfg.repeats,
-            "train_steps": cfg.train_steps,
-            "strategy_seeds": cfg.strategy_seeds,
-            "storage": "sqlite",
-        },
+        settings=settings_of(
+            cfg,
+            samplers=list(space["sampler"]),
+            steps=list(space["steps"]),
+            guidance=list(space["guidance"]),
+            default_sampler=DEFAULT_POINT["sampler"],
+            default_steps=DEFAULT_POINT["steps"],
+            default_guidance=DEFAULT_POINT["guidance"],
+            storage="sqlite",
+        ),
         metrics=metrics("latency_ms", "speedup", "fd_digits", train_s=Metric("s", "lower")),
         rows=result_rows,
-        headline=Headline(
+        headline=speedup_headline(
             "chosen",
-            speedup=speedup,
-            speedup_interval=lat.speedup_interval("chosen"),
-            speedup_limit=limit,
+            lat,
+            limit=limit,
             limit_kind="estimate",  # denoiser rows; the samplers' own overheads differ
-            quality_metric="fd_digits",
             quality_ratio=fdd["chosen"] / fdd["default"],
         ),
         aims=[

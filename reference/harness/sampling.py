@@ -43,6 +43,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 import torch
 
@@ -79,6 +80,16 @@ def model_eps_fn(model: torch.nn.Module) -> EpsFn:
         return model(x_t, t, class_labels=labels, return_dict=False)[0]
 
     return eps_fn
+
+
+ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
+
+
+def frozen(model: ModuleT) -> ModuleT:
+    """``model`` in eval mode with every parameter's ``requires_grad`` off (a teacher, a
+    classifier or a network under measurement); the same module, returned for chaining."""
+    model.requires_grad_(False)
+    return model.eval()
 
 
 @dataclass

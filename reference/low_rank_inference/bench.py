@@ -16,7 +16,17 @@ from types import SimpleNamespace
 import torch
 
 from reference.harness.cli import Option, at_least, float_tuple, name_tuple
-from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
+from reference.harness.results import (
+    Figure,
+    Measurement,
+    Metric,
+    Row,
+    aim,
+    metrics,
+    note,
+    settings_of,
+    speedup_headline,
+)
 
 from .measure import (
     build_variants,
@@ -234,35 +244,21 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     ]
     factorised = [v for v in r.variants if v.role == "technique"]
     return Measurement(
-        settings={
-            "budgets": list(cfg.budgets),
-            "methods": list(cfg.methods),
-            "headline_method": cfg.headline_method,
-            "headline_budget": cfg.headline_budget,
-            "n_eval": cfg.n_eval,
-            "steps": cfg.steps,
-            "scheduler": "ddim",
-            "calib_n": cfg.calib_n,
-            "calib_steps": cfg.calib_steps,
-            "latency_batch": cfg.latency_batch,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "lora_rank": cfg.lora_rank,
-            "lora_steps": cfg.lora_steps,
-            "target_layers": len(r.names),
-            "rank_rows": [v.key for v in factorised],
-            "ranks": [[v.ranks.get(n) for n in r.names] for v in factorised],
-        },
+        settings=settings_of(
+            cfg,
+            scheduler="ddim",
+            target_layers=len(r.names),
+            rank_rows=[v.key for v in factorised],
+            ranks=[[v.ranks.get(n) for n in r.names] for v in factorised],
+        ),
         metrics=_metrics(),
         rows=_rows(r),
-        headline=Headline(
+        headline=speedup_headline(
             r.head.key,
-            speedup=head["speedup"],
-            speedup_interval=r.whole.speedup_interval(r.head.key),
-            speedup_limit=flop_limit,
+            r.whole,
+            limit=flop_limit,
             limit_kind="bound",
             memory_ratio=head["params_m"] / dense["params_m"],
-            quality_metric="fd_digits",
             quality_ratio=q_ratio,
         ),
         aims=aims,

@@ -17,7 +17,18 @@ import torch
 from torch import nn
 
 from reference.harness.cli import Option, at_least
-from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
+from reference.harness.results import (
+    Figure,
+    Measurement,
+    Metric,
+    Row,
+    aim,
+    metrics,
+    note,
+    settings_of,
+    speedup_headline,
+)
+from reference.harness.sampling import frozen
 
 from .accounting import RoutingRecorder, active_parameters, flops_per_token
 from .layers import MoEFeedForward
@@ -87,13 +98,11 @@ def _utilisation_figure(path: Path, fractions: list[list[float]]) -> Path:
 
 
 def _load(name: str) -> nn.Module:
-    model = load_moe_model(name)
-    for p in model.parameters():
-        p.requires_grad_(False)
+    model = frozen(load_moe_model(name))
     for m in model.modules():
         if isinstance(m, MoEFeedForward):
             m.capacity_factor = None  # inference: no token dropping
-    return model.eval()
+    return model
 
 
 def _runner(model: nn.Module, cfg: Config, n: int, seed: int) -> Callable[[], torch.Tensor]:
@@ -200,17 +209,13 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         aim("speedup", speed, 1 / 1.15, ">=", interval=speed_ci),
     ]
     return Measurement(
-        settings={
-            "steps": cfg.steps,
-            "scheduler": "ddim",
-            "n_quality": cfg.n_quality,
-            "batch_latency": cfg.batch_latency,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "dim": CONFIGS["moe_dense"]["dim"],
-            "depth": CONFIGS["moe_dense"]["depth"],
-            "mlp_hidden": CONFIGS["moe_dense"]["mlp_hidden"],
-        },
+        settings=settings_of(
+            cfg,
+            scheduler="ddim",
+            dim=CONFIGS["moe_dense"]["dim"],
+            depth=CONFIGS["moe_dense"]["depth"],
+            mlp_hidden=CONFIGS["moe_dense"]["mlp_hidden"],
+        ),
         metrics=metrics(
             "latency_ms",
             "speedup",
@@ -221,14 +226,13 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             mflops_per_token=Metric("", "lower"),
         ),
         rows=rows,
-        headline=Headline(
+        headline=speedup_headline(
             "sparse",
-            speedup=speed,
-            speedup_interval=speed_ci,
-            speedup_limit=1.0 / flop_ratio,
+            lat,
+            "moe_sparse",
+            limit=1.0 / flop_ratio,
             limit_kind="bound",
             memory_ratio=param_ratio,
-            quality_metric="fd_digits",
             quality_ratio=quality_ratio,
         ),
         aims=aims,

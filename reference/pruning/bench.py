@@ -16,7 +16,17 @@ from pathlib import Path
 import torch
 
 from reference.harness.cli import Option, at_least, float_tuple, name_tuple
-from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
+from reference.harness.results import (
+    Figure,
+    Measurement,
+    Metric,
+    Row,
+    aim,
+    metrics,
+    note,
+    settings_of,
+    speedup_headline,
+)
 
 from .measure import Entry, build_entries, measure, save_figures
 from .structured import CRITERIA
@@ -186,31 +196,17 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     if speed < 1.5:
         notes.append(note("speedup-gap", speedup=speed, flop_speedup=1 / h["flops_ratio"]))
     return Measurement(
-        settings={
-            "ratios": list(cfg.ratios),
-            "criteria": list(cfg.criteria),
-            "unstructured": list(cfg.unstructured),
-            "n_samples": cfg.n_samples,
-            "steps": cfg.steps,
-            "scheduler": "ddim",
-            "latency_batch": cfg.latency_batch,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "calib_batches": cfg.calib_batches,
-            "calib_batch": cfg.calib_batch,
-            "taylor_t_max": TAYLOR_T_MAX,
-            "finetune_steps": FINETUNE_STEPS,
-        },
+        settings=settings_of(
+            cfg, scheduler="ddim", taylor_t_max=TAYLOR_T_MAX, finetune_steps=FINETUNE_STEPS
+        ),
         metrics=_metrics(),
         rows=_rows(entries, lat),
-        headline=Headline(
+        headline=speedup_headline(
             head.key,
-            speedup=speed,
-            speedup_interval=speed_ci,
-            speedup_limit=1 / h["flops_ratio"],
+            lat,
+            limit=1 / h["flops_ratio"],
             limit_kind="bound",
             memory_ratio=h["params_m"] / base["params_m"],
-            quality_metric="fd_digits",
             quality_ratio=q_ratio,
         ),
         aims=aims,

@@ -19,13 +19,14 @@ import torch
 from reference.harness.cli import Option, at_least, int_tuple, name_tuple
 from reference.harness.results import (
     Figure,
-    Headline,
     Measurement,
     Metric,
     Row,
     aim,
     metrics,
     note,
+    settings_of,
+    speedup_headline,
 )
 
 from .figures import plot_tradeoff, save_sample_grid
@@ -229,22 +230,12 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     ]
     per = {s: [p for p in study.points if p.scheduler == s] for s in cfg.schedulers}
     return Measurement(
-        settings={
-            "samples": cfg.samples,
-            "nfe_grid": list(cfg.nfe_grid),
-            "schedulers": list(cfg.schedulers),
-            "timestep_spacing": TIMESTEP_SPACING,
-            "headline_nfe": h,
-            "baseline_nfe": b,
-            "ref_samples": cfg.ref_samples,
-            "ref_steps": cfg.ref_steps,
-            "latency_batch": cfg.latency_batch,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "seed": cfg.seed,
-            "sweep_fd_digits": [[round(p.fd_digits, 4) for p in ps] for ps in per.values()],
-            "sweep_seconds": [[round(p.seconds, 3) for p in ps] for ps in per.values()],
-        },
+        settings=settings_of(
+            cfg,
+            timestep_spacing=TIMESTEP_SPACING,
+            sweep_fd_digits=[[round(p.fd_digits, 4) for p in ps] for ps in per.values()],
+            sweep_seconds=[[round(p.seconds, 3) for p in ps] for ps in per.values()],
+        ),
         metrics=metrics(
             "nfe",
             "latency_ms",
@@ -254,14 +245,8 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             nfe_to_match=Metric("", "lower"),
         ),
         rows=_rows(study, cfg),
-        headline=Headline(
-            f"dpmpp2m-{h}",
-            speedup=lat.speedup["dpmpp2m"],
-            speedup_interval=lat.speedup_interval("dpmpp2m"),
-            speedup_limit=b / h,
-            limit_kind="bound",
-            quality_metric="fd_digits",
-            quality_ratio=q_ratio,
+        headline=speedup_headline(
+            f"dpmpp2m-{h}", lat, "dpmpp2m", limit=b / h, limit_kind="bound", quality_ratio=q_ratio
         ),
         aims=aims,
         notes=notes,

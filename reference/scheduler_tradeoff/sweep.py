@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from reference.harness.sampling import frozen
+
 from .schedulers import make_scheduler, model_calls_per_step
 from .solvers import make_minimal, max_step_difference
 
@@ -87,9 +89,7 @@ def measure(cfg: Any) -> Study:
     from reference import zoo
     from reference.harness import compare_latency, frechet_digits_distance, make_noise, model_eps_fn
 
-    unet = zoo.load_teacher().eval()
-    for p in unet.parameters():
-        p.requires_grad_(False)
+    unet = frozen(zoo.load_teacher())
     points = sweep(unet, cfg)
     by = {(p.scheduler, p.nfe): p for p in points}
     # DDPM with all 1000 training steps, on the first ref_samples noises (noise sets nest).

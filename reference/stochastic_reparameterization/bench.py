@@ -19,7 +19,16 @@ from pathlib import Path
 import torch
 
 from reference.harness.cli import Option
-from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics
+from reference.harness.results import (
+    Figure,
+    Headline,
+    Measurement,
+    Metric,
+    Row,
+    aim,
+    metrics,
+    settings_of,
+)
 
 from .figures import mechanism_figure, training_figure, variance_figure
 from .notes import noise_ratio, notes_of
@@ -199,22 +208,9 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             interval=best_grad.intervals["grad_var_reduction"], best=best_grad.id),
     ]  # fmt: skip
     return Measurement(
-        settings={
-            "batch": cfg.batch,
-            "loss_draws": cfg.loss_draws,
-            "grad_draws": cfg.grad_draws,
-            "own_draws": cfg.own_draws,
-            "train_steps": cfg.train_steps,
-            "train_batch": cfg.train_batch,
-            "seeds": cfg.seeds,
-            "fdd_n": cfg.fdd_n,
-            "ddim_steps": cfg.ddim_steps,
-            "sigma_data": round(ctx.edm.sigma_data, 4),
-            "edm_p_mean": -1.2,
-            "edm_p_std": 1.2,
-            "importance_bins": cfg.is_bins,
-            "importance_history": cfg.is_history,
-        },
+        settings=settings_of(
+            cfg, sigma_data=round(ctx.edm.sigma_data, 4), edm_p_mean=-1.2, edm_p_std=1.2
+        ),
         metrics=METRICS,
         rows=vrows + trows,
         headline=Headline(

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from reference.harness.sampling import frozen
+
 from .objectives import Parameterization
 from .samplers import LossSecondMomentHistory, Sampling, TimestepProposal, draw
 
@@ -151,7 +153,7 @@ def train(
     uniform, edm = proposals
     p_obj = edm.pmf if p.name == "edm" else uniform.pmf
     model = build_tiny_unet(seed).train()
-    ema = copy.deepcopy(model).eval().requires_grad_(False)
+    ema = frozen(copy.deepcopy(model))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
     history = None

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from reference.harness.cli import Option, int_tuple
-from reference.harness.results import Figure, Measurement, Row, aim, metrics, note
+from reference.harness.results import Figure, Measurement, Row, aim, metrics, note, settings_of
 from reference.harness.sampling import EpsFn
 
 from . import few_step
@@ -213,19 +213,13 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         ),
     ]
     return Measurement(
-        settings={
-            "n": cfg.n,
-            "seed": cfg.seed,
-            "latency_batch": cfg.latency_batch,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "base_steps": BASE_STEPS,
-            "student_steps": list(cfg.steps),
-            "headline_steps": h,
-            "guidance_scale": 1.0,
-            "distillation_train_seconds": round(distil_s, 1),
-            "teacher_train_seconds": round(teacher_s, 1),
-        },
+        settings=settings_of(
+            cfg,
+            base_steps=BASE_STEPS,
+            guidance_scale=1.0,
+            distillation_train_seconds=round(distil_s, 1),
+            teacher_train_seconds=round(teacher_s, 1),
+        ),
         metrics=metrics("latency_ms", "speedup", "fd_digits", "accuracy", "nfe"),
         rows=_rows(cfg, s, lat),
         # NFE ratio as an estimate: the baseline's diffusers scheduler costs more per step

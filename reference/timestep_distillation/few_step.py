@@ -111,16 +111,10 @@ def headline(row: str, lat: Any, limit: float, quality_ratio: float) -> Any:
     """The headline of a few-step row: its speedup with the bootstrap interval over timing
     rounds, its limit (an *estimate*: both techniques derive it from counts or medians whose
     per-step overheads differ) and its FDD ratio to the baseline."""
-    from reference.harness.results import Headline
+    from reference.harness.results import speedup_headline
 
-    return Headline(
-        row,
-        speedup=lat.speedup[row],
-        speedup_interval=lat.speedup_interval(row),
-        speedup_limit=limit,
-        limit_kind="estimate",
-        quality_metric="fd_digits",
-        quality_ratio=quality_ratio,
+    return speedup_headline(
+        row, lat, limit=limit, limit_kind="estimate", quality_ratio=quality_ratio
     )
 
 

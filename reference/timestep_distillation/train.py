@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from reference.data import NULL_CLASS, load_digits_tensors
+from reference.harness.sampling import frozen
 from reference.zoo.specs import P_UNCOND, SCHEDULER_CONFIG, TEACHER_CONFIG, ZooSpec
 from reference.zoo.training import TrainContext, TrainOutcome, fit
 
@@ -81,9 +82,7 @@ def distill_round(
     Returns ``(student, final loss, seconds)``; the round is checkpointed under its own key.
     """
     alphas_cumprod = GridDDIMScheduler(SCHEDULER_CONFIG).alphas_cumprod
-    teacher = copy.deepcopy(teacher).eval()
-    for p in teacher.parameters():
-        p.requires_grad_(False)
+    teacher = frozen(copy.deepcopy(teacher))
 
     def teacher_eps(z: torch.Tensor, t: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return teacher(z, t, class_labels=labels, return_dict=False)[0]

@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reference.harness.cli import Option, at_least, int_tuple
-from reference.harness.results import Figure, Headline, Measurement, Metric, Row, aim, metrics, note
+from reference.harness.results import (
+    Figure,
+    Measurement,
+    Metric,
+    Row,
+    aim,
+    metrics,
+    note,
+    settings_of,
+    speedup_headline,
+)
 
 from . import JAX_MISSING, configure_host_devices, require_jax
 from .measure import Runs, measure, payoff
@@ -200,18 +210,9 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         aim("loop-vs-step", loop_vs_step, 1.0, ">=", interval=vs_step.speedup_interval("compiled")),
     ]
     return Measurement(
-        settings={
-            "n": m.n,
-            "steps": m.steps,
-            "guidance_scale": cfg.guidance_scale,
-            "repeats": cfg.repeats,
-            "warmup": cfg.warmup,
-            "devices": m.devices,
-            "backend": "cpu",
-            "jax": str(require_jax().__version__),
-            "stream": list(cfg.stream),
-            "buckets": list(cfg.buckets),
-        },
+        settings=settings_of(
+            cfg, devices=m.devices, backend="cpu", jax=str(require_jax().__version__)
+        ),
         metrics=metrics(
             "latency_ms",
             "speedup",
@@ -221,11 +222,11 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             max_abs_vs_torch=Metric("", "lower"),
         ),
         rows=rows,
-        headline=Headline(
+        headline=speedup_headline(
             "compiled",
-            speedup=lat.speedup["compiled"],
-            speedup_interval=lat.speedup_interval("compiled"),
-            quality_metric="fd_digits",
+            lat,
+            limit=None,
+            limit_kind=None,
             quality_ratio=fdd["compiled"] / fdd["torch"],
         ),
         aims=aims,
