@@ -6,6 +6,7 @@ tests through the ``site`` xdist group.
 
 from __future__ import annotations
 
+import html as html_module
 import html.parser
 import json
 import re
@@ -155,7 +156,7 @@ def test_technique_without_results_shows_no_figures(built: BuiltSite, glossary: 
 
 def test_run_command_and_api_of_an_implemented_module(built: BuiltSite) -> None:
     html = built.html("es", "terms/xss-probe")
-    assert "python -m site_fixture_technique" in html
+    assert ".venv/bin/python -m site_fixture_technique" in html
     api = html.split('id="api"')[1]
     assert 'class="doc doc-object doc-function"' in api and "double" in api
 
@@ -224,7 +225,7 @@ def test_a_z_index_follows_each_language_collation(built: BuiltSite) -> None:
                 re.sub(r"<[^>]+>", "", item).split(" → ")[0].strip()
                 for item in re.findall(r"<li>(.*?)</li>", section, re.S)
             ]
-            names = [re.sub("&[a-z]+;", "", n) for n in names]
+            names = [html_module.unescape(n) for n in names]
             assert names == sorted(names, key=sort_key(lang)), (lang, names)
 
 
