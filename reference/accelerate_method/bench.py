@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from reference.harness.cli import Option, at_least, int_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -116,12 +117,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         note("setup", steps=n, n=cfg.samples),
         note("fdd-at-n", n=cfg.samples, floor=fdd_floor(cfg.samples)),
         note("schedule", warmup=w, k=k, full=same, steps=n, limit=limit),
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.latency_batch,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.latency_batch),
         note("same-nfe-control", full=same, ratio=q_same),
     ]
     if cfg.dit:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reference.harness.cli import Option, at_least, int_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -163,7 +164,6 @@ def _rows(cfg: Config, s: dict[str, Any]) -> list[Row]:
 
 def benchmark(cfg: Config, out: Path) -> Measurement:
     """Run :func:`sweep`; FDD of the async samples and the baseline at the largest batch."""
-    import torch
 
     from reference.harness import fdd_floor, frechet_digits_distance
 
@@ -205,7 +205,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             floor=fdd_floor(big),
         ),
         note("stream", batch=big, gain=top["stream_gain"]),
-        note("latency-protocol", repeats=cfg.repeats, batch=big, threads=torch.get_num_threads()),
+        latency_note(cfg.repeats, big),
         note("threads-and-load", load1=load[0], load5=load[1], load15=load[2]),
     ]
     return Measurement(

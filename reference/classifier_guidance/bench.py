@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from reference.harness.cli import Option, at_least, float_tuple, int_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -190,12 +189,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             cg_mflops=flops["cg"] / 1e6,
             cfg_mflops=flops["cfg"] / 1e6,
         ),
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.latency_batch,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.latency_batch),
         note("nfe-to-target", target=cfg.target_accuracy, grid=sorted(cfg.nfe_grid)),
     ]
     aims = [

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from reference.harness.cli import Option, int_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -222,12 +223,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     ]
     notes = [
         note("fdd-at-n", n=cfg.n, floor=fdd_floor(cfg.n)),
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.latency_batch,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.latency_batch),
         note("decode-included", decode_ms=d),
         note(
             "limits",

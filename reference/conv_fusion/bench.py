@@ -15,9 +15,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from reference.harness.cli import Option, at_least, int_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Headline,
@@ -119,12 +118,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     c, d = oracle["classifier"], oracle["denoiser"]
     g = unet.groupnorm
     notes = [
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.headline_batch,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.headline_batch),
         note("toy-denoiser", width=cfg.width, depth=cfg.depth),
         note("removed-work"),
         note(

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from reference.harness.cli import Option, at_least, int_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -422,12 +423,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             steps=cfg.steps,
             hit_rate=kv["hit_rate"],
         ),
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.batch_latency,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.batch_latency),
     ]
     if cfg.dit:
         notes.append(

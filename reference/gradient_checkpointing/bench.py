@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from reference.harness.cli import Option, at_least, int_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -185,12 +186,7 @@ def _notes(unet: torch.nn.Module, cfg: Config, v: dict, lat: Any, extra: dict, c
             peak_sqrt=growth(curves.peak["sqrt"], curves.ns),
         ),
         note("positional-tensors"),
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.batch,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.batch),
     ]
     if extra["rss"]:
         rss = extra["rss"]

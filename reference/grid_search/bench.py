@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reference.harness.cli import Option, at_least
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -121,7 +122,6 @@ def _grids(cfg: Config, db: Path) -> tuple[list[dict[str, Any]], Any, list[dict[
 
 def benchmark(cfg: Config, out: Path) -> Measurement:
     """Grid, Pareto front, interleaved re-measurement of the choice, training grid, strategies."""
-    import torch
 
     from reference.harness import compare_latency, fdd_floor, frechet_digits_distance
 
@@ -187,7 +187,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         ),
         note("rows-limit", limit=limit),
         note("fdd-at-n", n=cfg.n, floor=fdd_floor(cfg.n)),
-        note("latency-protocol", repeats=cfg.repeats, batch=cfg.n, threads=torch.get_num_threads()),
+        latency_note(cfg.repeats, cfg.n),
         *[
             note("strategies", k=b, **{name: c[b - 1] for name, c in curves.items()})
             for b in BUDGETS

@@ -258,3 +258,11 @@ def compare_latency(
         name: base / s.median_ms if s.median_ms > 0 else float("inf") for name, s in stats.items()
     }
     return LatencyComparison(baseline, stats, speedup, threads, repeats, warmup, names)
+
+
+def latency_note(repeats: int, batch: int) -> Any:
+    """The shared ``latency-protocol`` note of a result: ``repeats`` interleaved, warmed-up
+    timing rounds of ``batch`` rows each, on this process's torch thread count."""
+    from .results import note
+
+    return note("latency-protocol", repeats=repeats, batch=batch, threads=torch.get_num_threads())

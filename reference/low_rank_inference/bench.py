@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
-import torch
-
 from reference.harness.cli import Option, at_least, float_tuple, name_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -196,12 +195,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     lora = r.lora
     better = "control" if control["fd_digits"] < head["fd_digits"] else "technique"
     notes = [
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.latency_batch,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.latency_batch),
         note("timed-units", batch=cfg.latency_batch, layers=len(r.names)),
         note("fdd-at-n", n=cfg.n_eval, floor=fdd_floor(cfg.n_eval)),
         note("calibration", steps=cfg.steps, calib_n=cfg.calib_n, calib_steps=cfg.calib_steps),

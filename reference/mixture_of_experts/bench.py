@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from reference.harness.cli import Option, at_least
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -197,12 +198,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         ),
         note("same-budget"),
         note("fdd-at-n", n=cfg.n_quality, floor=fdd_floor(cfg.n_quality)),
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.batch_latency,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.batch_latency),
     ]
     aims = [
         aim("quality", quality_ratio, 1.0, "<="),

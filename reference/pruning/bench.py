@@ -13,9 +13,8 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import torch
-
 from reference.harness.cli import Option, at_least, float_tuple, name_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -153,12 +152,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         e.values["fd_digits"] for e in entries if e.config["method"].startswith("structured")
     ]
     notes = [
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.latency_batch,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.latency_batch),
         note("fdd-at-n", n=cfg.n_samples, floor=fdd_floor(cfg.n_samples)),
         note("same-noise", steps=cfg.steps),
         note("depgraph", tp_version=_tp_version()),

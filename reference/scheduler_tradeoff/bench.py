@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from reference.harness.cli import Option, at_least, int_tuple, name_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -209,12 +210,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         ),
         note("nfe-to-match", baseline_nfe=b, target=1.1 * base.fd_digits, grid=list(cfg.nfe_grid)),
         note("latency", baseline_nfe=b, headline_nfe=h, n=cfg.samples),
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.latency_batch,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.latency_batch),
         note(
             "ours-vs-diffusers",
             ddim_step=ours["ddim"]["step_diff"],

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from reference.harness.cli import Option, int_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import Figure, Measurement, Row, aim, metrics, note, settings_of
 from reference.harness.sampling import EpsFn
 
@@ -179,12 +180,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
 
     notes = [
         note("fdd-at-n", n=cfg.n, floor=fdd_floor(cfg.n)),
-        note(
-            "latency-protocol",
-            repeats=cfg.repeats,
-            batch=cfg.latency_batch,
-            threads=torch.get_num_threads(),
-        ),
+        latency_note(cfg.repeats, cfg.latency_batch),
         note("same-architecture", steps=h, nfe_ratio=nfe_ratio),
         note(
             "distillation-cost",

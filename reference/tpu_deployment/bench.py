@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reference.harness.cli import Option, at_least, int_tuple
+from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
@@ -142,7 +143,7 @@ def _notes(cfg: Config, m: Runs, fdd_floor: float) -> list:
         note(vs_step[0], row="per-step", **vs_step[1]),
         note("fdd-at-n", n=m.n, floor=fdd_floor),
         note("published-tpu"),
-        note("latency-protocol", repeats=cfg.repeats, batch=m.n, threads=torch.get_num_threads()),
+        latency_note(cfg.repeats, m.n),
     ]
     if m.stream:
         ex, bu = m.stream["exact"], m.stream["buckets"]
