@@ -29,7 +29,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from . import i18n
 from .loader import GlossaryError, load_glossary
@@ -83,6 +83,19 @@ def clean_text(text: str) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def safe_json(data: Any) -> str:
+    """JSON for a terminal: readable Unicode, but control characters (DEL, C1) and invisible
+    format characters (bidirectional overrides such as U+202E, zero-width marks) escaped as
+    ``\\uXXXX``, so that printed data cannot reorder or hide what the terminal shows."""
+    import unicodedata
+
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    return "".join(
+        f"\\u{ord(ch):04x}" if ch not in "\n" and unicodedata.category(ch) in ("Cc", "Cf") else ch
+        for ch in text
+    )
+
+
 def echo(text: str, limit: int = MAX_ECHO) -> str:
     """A short, printable rendering of user input for messages."""
     text = clean_text(text)
@@ -93,8 +106,16 @@ def echo(text: str, limit: int = MAX_ECHO) -> str:
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one clean line on stderr (exit status 2)."""
 
+    argv: ClassVar[list[str]] = []
+    """The arguments being parsed (set by :func:`main`), for hints in error messages."""
+
     def error(self, message: str) -> NoReturn:
         message = clean_text(message)
+        dashed = [a for a in self.argv if a.startswith("-") and a not in ("-", "--")]
+        if "QUERY" in message and dashed:
+            message += "; " + _(
+                "a query that starts with '-' goes after '--': glossary lookup -- %(query)s"
+            ) % {"query": dashed[-1]}
         if len(message) > 300:
             message = message[:300] + "…"
         message = "".join(ch if ch.isprintable() else "?" for ch in message)
@@ -265,7 +286,13 @@ def cmd_lookup(args: argparse.Namespace) -> int:
     from .lookup import MAX_QUERY_CHARS, decide, open_index
     from .normalize import normalize
 
-    query = clean_text(args.query)[:MAX_QUERY_CHARS]
+    query = clean_text(args.query)
+    if len(query) > MAX_QUERY_CHARS:
+        print(
+            _("note: the query is cut to its first %(n)d characters") % {"n": MAX_QUERY_CHARS},
+            file=sys.stderr,
+        )
+        query = query[:MAX_QUERY_CHARS]
     if not normalize(query):
         raise CliError(_("empty query: give a term with letters or digits"), 2)
     index = open_index(args.entries)
@@ -281,7 +308,7 @@ def cmd_lookup(args: argparse.Namespace) -> int:
             if not module_exists(ref.module):
                 load(args)  # a module vanished since the index was compiled: report it
     if args.json:
-        out(json.dumps(lookup_json(query, found, decision, args), ensure_ascii=False, indent=2))
+        out(safe_json(lookup_json(query, found, decision, args)))
         return 0 if best is not None else 1
     if decision.kind == "ambiguous":
         out(
@@ -609,6 +636,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (never raises, never prints a traceback)."""
     _safe_streams()
     argv = list(sys.argv[1:] if argv is None else argv)
+    Parser.argv = argv
     try:
         return _main(argv)
     except SystemExit as exc:

@@ -131,6 +131,7 @@ class _FileChecker:
             self.text(value, path)
             if isinstance(value, str) and value.strip() and f.choices and value not in f.choices:
                 self.add(path, f"'{value}' is not allowed", "one of: " + ", ".join(f.choices))
+            self.pattern(value, f, path)
         elif f.type == "int":
             if not isinstance(value, int) or isinstance(value, bool):
                 self.add(path, f"expected an integer, got {_kind(value)}")
@@ -147,6 +148,12 @@ class _FileChecker:
             elif f.type == "list[str]":
                 for i, item in enumerate(value):
                     self.text(item, (*path, i))
+                    self.pattern(item, f, (*path, i))
+
+    def pattern(self, value: Any, f: schema.Field, path: PathKey) -> None:
+        """The schema's pattern of ``f``, matched in full: the one format check of a field."""
+        if _ok(value) and not f.matches(value):
+            self.add(path, f.invalid.format(value=_shown(value)), f.hint)
 
     def text(self, value: Any, path: PathKey) -> None:
         if not isinstance(value, str):
@@ -170,6 +177,11 @@ def _kind(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
+def _shown(value: str) -> str:
+    """``value`` for a message: control characters escaped, so one problem is one line."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)
+
+
 def _ok(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
@@ -179,28 +191,21 @@ def _check_entry(c: _FileChecker, data: Any, stem: str) -> None:
     if not c.mapping(data, schema.TOP_FIELDS, ()):
         return
     slug = data.get("slug")
-    if _ok(slug):
-        if not schema.SLUG_RE.match(slug):
-            c.add(
-                ("slug",),
-                f"'{slug}' is not a valid slug",
-                "lowercase ascii letters, digits and single hyphens",
-            )
-        elif slug != stem:
-            c.add(
-                ("slug",),
-                f"slug '{slug}' does not match the file name '{stem}.yaml'",
-                f"rename the file to {slug}.yaml or set slug: {stem}",
-            )
+    if _ok(slug) and schema.SLUG_RE.fullmatch(slug) and slug != stem:
+        c.add(
+            ("slug",),
+            f"slug '{slug}' does not match the file name '{stem}.yaml'",
+            f"rename the file to {slug}.yaml or set slug: {stem}",
+        )
     related = data.get("related")
     if isinstance(related, list):
         seen: set[str] = set()
         for i, item in enumerate(related):
             if not _ok(item):
                 continue
-            if not schema.SLUG_RE.match(item):
-                c.add(("related", i), f"'{item}' is not a valid slug")
-            elif item == slug:
+            if not schema.SLUG_RE.fullmatch(item):
+                continue  # reported by the field's pattern
+            if item == slug:
                 c.add(("related", i), "an entry cannot be related to itself")
             elif item in seen:
                 c.add(("related", i), f"'{item}' is listed twice")
@@ -239,15 +244,7 @@ def _check_kind(c: _FileChecker, data: dict[str, Any]) -> None:
 def _check_reference(c: _FileChecker, ref: Any) -> None:
     if ref is None:
         return
-    if not c.mapping(ref, schema.REFERENCE_FIELDS, ("reference",)):
-        return
-    module = ref.get("module")
-    if _ok(module) and not schema.MODULE_RE.match(module):
-        c.add(
-            ("reference", "module"),
-            f"'{module}' is not a dotted module path",
-            "e.g. reference.pruning",
-        )
+    c.mapping(ref, schema.REFERENCE_FIELDS, ("reference",))
 
 
 def _check_list(
@@ -260,30 +257,11 @@ def _check_list(
             extra(c, item, (key, i))
 
 
-def _check_url(c: _FileChecker, value: Any, path: PathKey) -> None:
-    if _ok(value) and not schema.URL_RE.match(value):
-        c.add(path, f"'{value}' is not an http(s) URL")
-
-
 def _check_library(c: _FileChecker, lib: dict[str, Any], path: PathKey) -> None:
-    _check_url(c, lib.get("url"), (*path, "url"))
+    """A library has nothing to check beyond its fields' types and patterns."""
 
 
 def _check_source(c: _FileChecker, src: dict[str, Any], path: PathKey) -> None:
-    arxiv, doi = src.get("arxiv"), src.get("doi")
-    if _ok(arxiv) and not schema.is_arxiv_id(arxiv):
-        c.add(
-            (*path, "arxiv"),
-            f"malformed arXiv id '{arxiv}'",
-            "new style 2305.10924 (optionally v2) or old style cs/0112017; no URL prefix",
-        )
-    if _ok(doi) and not schema.DOI_RE.match(doi):
-        c.add(
-            (*path, "doi"),
-            f"malformed DOI '{doi}'",
-            "10.<registrant>/<suffix>, without https://doi.org/",
-        )
-    _check_url(c, src.get("url"), (*path, "url"))
     year = src.get("year")
     if isinstance(year, int) and not schema.MIN_YEAR <= year <= schema.MAX_YEAR:
         c.add(
@@ -293,7 +271,7 @@ def _check_source(c: _FileChecker, src: dict[str, Any], path: PathKey) -> None:
     if isinstance(authors, list) and not authors:
         c.add((*path, "authors"), "a source needs at least one author")
     for i, author in enumerate(authors if isinstance(authors, list) else []):
-        if isinstance(author, str) and schema.ET_AL_RE.match(author):
+        if isinstance(author, str) and schema.ET_AL_RE.fullmatch(author):
             c.add(
                 (*path, "authors", i),
                 f"'{author.strip()}' is not an author",
@@ -429,6 +407,17 @@ def _read_file(path: Path, display: str) -> tuple[str | None, list[Problem]]:
             )
         ]
     raw = path.read_bytes()
+    if b"\x00" in raw:
+        offset = raw.index(b"\x00")
+        return None, [
+            Problem(
+                display,
+                raw[:offset].count(b"\n") + 1,
+                "file",
+                f"contains a NUL byte (offset {offset})",
+                "remove it; entries are plain UTF-8 text",
+            )
+        ]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -448,13 +437,24 @@ def _read_file(path: Path, display: str) -> tuple[str | None, list[Problem]]:
 def _parse_file(path: Path) -> tuple[_Parsed | None, list[Problem]]:
     import yaml
 
-    from .plainyaml import Refused, parse_yaml
+    from .plainyaml import Refused, parse_yaml, too_deep
 
     display = _display(path)
     text, problems = _read_file(path, display)
     if text is None:
         return None, problems
     try:
+        deep = too_deep(text, schema.MAX_DEPTH)
+        if deep is not None:
+            return None, [
+                Problem(
+                    display,
+                    deep,
+                    "yaml",
+                    f"nested more than {schema.MAX_DEPTH} levels deep",
+                    "entries are flat: a few levels of keys and lists",
+                )
+            ]
         data, lines, dups = parse_yaml(text)
     except Refused as exc:
         line = exc.mark.line + 1 if exc.mark else 1
@@ -532,7 +532,7 @@ def _check_across(files: list[_Parsed], stems: set[str]) -> list[Problem]:
     for p in files:
         related = p.data.get("related")
         for i, item in enumerate(related if isinstance(related, list) else []):
-            if _ok(item) and schema.SLUG_RE.match(item) and item not in slugs:
+            if _ok(item) and schema.SLUG_RE.fullmatch(item) and item not in slugs:
                 close = _close(item, sorted(slugs), n=1)
                 add(
                     p,
@@ -543,7 +543,7 @@ def _check_across(files: list[_Parsed], stems: set[str]) -> list[Problem]:
         ref = p.data.get("reference")
         if isinstance(ref, dict) and ref.get("status") == "implemented":
             module = ref.get("module")
-            if _ok(module) and schema.MODULE_RE.match(module) and not module_exists(module):
+            if _ok(module) and schema.MODULE_RE.fullmatch(module) and not module_exists(module):
                 add(
                     p,
                     ("reference", "module"),
@@ -650,6 +650,16 @@ def _load(directory: Path | None, style: bool = False) -> tuple[Glossary | None,
         ]
     problems: list[Problem] = []
     parsed: list[_Parsed] = []
+    if not entry_files(directory):
+        return None, [
+            Problem(
+                str(directory),
+                1,
+                "directory",
+                "holds no entry files (*.yaml)",
+                "pass the folder that holds the entry files",
+            )
+        ]
     for path in entry_files(directory):
         if path.suffix == ".yml":
             problems.append(

@@ -83,6 +83,23 @@ def _duplicate_keys(node: Node, path: PathKey, out: list[tuple[PathKey, int]]) -
             _duplicate_keys(item, (*path, i), out)
 
 
+def too_deep(text: str, limit: int) -> int | None:
+    """The 1-based line where nesting first exceeds ``limit`` levels, or ``None``.
+
+    Scans the event stream iteratively, before anything recursive (composing nodes, building the
+    line map) could exhaust Python's stack on a small but deeply nested file.
+    """
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > limit:
+                return event.start_mark.line + 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None
+
+
 def parse_yaml(text: str) -> tuple[Any, dict[PathKey, int], list[tuple[PathKey, int]]]:
     """Parse plain YAML; return the data, its line map and duplicate keys (path, line).
 

@@ -26,6 +26,7 @@ never written as an author.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -51,16 +52,24 @@ CATEGORIES: dict[str, dict[str, str]] = {
 }
 """Category slug -> its label in each language."""
 
-SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-ARXIV_NEW_RE = re.compile(r"^\d{4}\.\d{4,5}(v\d+)?$")
-ARXIV_OLD_RE = re.compile(r"^[a-z\-]+(\.[A-Z]{2})?/\d{7}(v\d+)?$")
-DOI_RE = re.compile(r"^10\.\d{4,9}/\S+$")
-URL_RE = re.compile(r"^https?://[^\s/$.?#][^\s]*$")
-MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+SLUG_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+ARXIV_NEW_RE = re.compile(r"\d{2}(?:0[1-9]|1[0-2])\.\d{4,5}(?:v[1-9]\d*)?")
+"""New-style arXiv ids (2007 on): ``YYMM.NNNNN``, a real month, an optional version."""
+ARXIV_OLD_RE = re.compile(
+    r"[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{2}(?:0[1-9]|1[0-2])\d{3}(?:v[1-9]\d*)?"
+)
+"""Old-style arXiv ids (1991-2007): ``archive[.SC]/YYMMNNN``."""
+DOI_RE = re.compile(r"10\.\d{4,9}/[-._;()/:A-Za-z0-9<>\[\]]+")
+"""Crossref's recommended DOI pattern (no spaces, no resolver prefix)."""
+URL_RE = re.compile(r"https?://[^\s/$.?#][^\s]*")
+MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+"""Patterns are matched in full (``re.fullmatch``): no trailing newline or other extra text."""
 FORBIDDEN_IN_TERMS = (";", "\n", "\r", "\t")
 """Characters a term or alias may not contain (``;`` separates aliases in the CSV export)."""
 
 MAX_FILE_BYTES = 256 * 1024
+MAX_DEPTH = 16
+"""Deepest nesting of mappings and lists an entry may have (real entries use 4)."""
 MAX_TERM_CHARS = 200
 MIN_YEAR = 1900
 MAX_YEAR = 2100
@@ -80,6 +89,18 @@ class Field:
     description: str
     choices: tuple[str, ...] = ()
     pattern: str | None = None
+    invalid: str = "'{value}' does not have the required form"
+    """The problem line when ``pattern`` does not match in full (``{value}`` is the text)."""
+    hint: str | None = None
+
+    def matches(self, value: str) -> bool:
+        """Whether ``value`` matches ``pattern`` in full (always, without a pattern)."""
+        return self.pattern is None or _compiled(self.pattern).fullmatch(value) is not None
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 TOP_FIELDS: tuple[Field, ...] = (
@@ -89,6 +110,8 @@ TOP_FIELDS: tuple[Field, ...] = (
         True,
         "Lowercase ASCII letters, digits and hyphens; equals the file name.",
         pattern=SLUG_RE.pattern,
+        invalid="'{value}' is not a valid slug",
+        hint="lowercase ascii letters, digits and single hyphens",
     ),
     Field("kind", "str", True, "Whether the entry is a technique or a concept.", choices=KINDS),
     Field(
@@ -105,6 +128,8 @@ TOP_FIELDS: tuple[Field, ...] = (
         "Slugs of other existing entries (may be empty). Links are symmetric: each listed "
         "entry lists this one back, unless the slug is also in one_way.",
         pattern=SLUG_RE.pattern,
+        invalid="'{value}' is not a valid slug",
+        hint="lowercase ascii letters, digits and single hyphens",
     ),
     Field(
         "one_way",
@@ -113,6 +138,8 @@ TOP_FIELDS: tuple[Field, ...] = (
         "Slugs of related that are deliberately one-way (the target does not link back), e.g. "
         "hubs such as flops or u-net; exported as rdfs:seeAlso instead of skos:related.",
         pattern=SLUG_RE.pattern,
+        invalid="'{value}' is not a valid slug",
+        hint="lowercase ascii letters, digits and single hyphens",
     ),
     Field(
         "reference",
@@ -137,6 +164,8 @@ REFERENCE_FIELDS: tuple[Field, ...] = (
         True,
         "Import path of the implementation, e.g. reference.pruning.",
         pattern=MODULE_RE.pattern,
+        invalid="'{value}' is not a dotted module path",
+        hint="e.g. reference.pruning",
     ),
     Field("status", "str", True, "implemented requires the module to exist.", choices=STATUSES),
 )
@@ -144,7 +173,14 @@ REFERENCE_FIELDS: tuple[Field, ...] = (
 LIBRARY_FIELDS: tuple[Field, ...] = (
     Field("name", "str", True, "Distribution or project name, e.g. torch."),
     Field("api", "str", True, "The API that does it, e.g. torch.nn.utils.prune."),
-    Field("url", "str", False, "Documentation link (http or https).", pattern=URL_RE.pattern),
+    Field(
+        "url",
+        "str",
+        False,
+        "Documentation link (http or https).",
+        pattern=URL_RE.pattern,
+        invalid="'{value}' is not an http(s) URL",
+    ),
 )
 
 SOURCE_FIELDS: tuple[Field, ...] = (
@@ -182,7 +218,10 @@ SOURCE_FIELDS: tuple[Field, ...] = (
         "str",
         False,
         "arXiv id, new style 2305.10924 or old style cs/0112017 (quote it).",
-        pattern=f"{ARXIV_NEW_RE.pattern}|{ARXIV_OLD_RE.pattern}",
+        pattern=f"(?:{ARXIV_NEW_RE.pattern})|(?:{ARXIV_OLD_RE.pattern})",
+        invalid="malformed arXiv id '{value}'",
+        hint="new style 2305.10924 (a real month, optionally v2) or old style cs/0112017; no URL "
+        "prefix",
     ),
     Field(
         "doi",
@@ -190,9 +229,16 @@ SOURCE_FIELDS: tuple[Field, ...] = (
         False,
         "DOI without a resolver prefix, e.g. 10.1109/CVPR.2016.90.",
         pattern=DOI_RE.pattern,
+        invalid="malformed DOI '{value}'",
+        hint="10.<registrant>/<suffix>, without https://doi.org/",
     ),
     Field(
-        "url", "str", False, "Link for sources without an arXiv id or DOI.", pattern=URL_RE.pattern
+        "url",
+        "str",
+        False,
+        "Link for sources without an arXiv id or DOI.",
+        pattern=URL_RE.pattern,
+        invalid="'{value}' is not an http(s) URL",
     ),
     Field("venue", "str", False, "Where it appeared, e.g. NeurIPS 2023."),
 )
@@ -223,7 +269,7 @@ FIELD_TABLES: dict[str, tuple[Field, ...]] = {
 
 def is_arxiv_id(value: str) -> bool:
     """Whether ``value`` is a new-style or old-style arXiv identifier."""
-    return bool(ARXIV_NEW_RE.match(value) or ARXIV_OLD_RE.match(value))
+    return bool(ARXIV_NEW_RE.fullmatch(value) or ARXIV_OLD_RE.fullmatch(value))
 
 
 def arxiv_id_year(value: str) -> int | None:
@@ -232,9 +278,9 @@ def arxiv_id_year(value: str) -> int | None:
     New-style ids start with ``YYMM`` (``2010.02502`` -> 2020, new style began in 2007); old-style
     ids carry ``YYMM`` after the archive (``cs/0112017`` -> 2001, ``hep-th/9901001`` -> 1999).
     """
-    if ARXIV_NEW_RE.match(value):
+    if ARXIV_NEW_RE.fullmatch(value):
         return 2000 + int(value[:2])
-    if ARXIV_OLD_RE.match(value):
+    if ARXIV_OLD_RE.fullmatch(value):
         yy = int(value.split("/")[1][:2])
         return 1900 + yy if yy >= 91 else 2000 + yy
     return None
