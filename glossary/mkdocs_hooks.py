@@ -79,3 +79,11 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     )
     _last_fingerprint = _fingerprint(docs_dir, config.use_directory_urls)
     return config
+
+
+def on_post_build(config: MkDocsConfig) -> None:
+    """Make the search index accent-blind (see :mod:`glossary.sitesearch`)."""
+    from glossary.sitesearch import fold_index
+
+    changed = fold_index(Path(config.site_dir))
+    log.info("glossary search: %d documents also indexed without accents", changed)
