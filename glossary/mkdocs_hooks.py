@@ -81,6 +81,18 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
+def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Any) -> str:
+    """Wrap every table in a named, keyboard-focusable scroll region (WCAG 2.1.1: a region that
+    scrolls must be reachable without a mouse), labelled in the page's language."""
+    from glossary.resulttext import ResultText
+
+    uri = page.file.src_uri
+    lang = uri.split("/", 1)[0] if uri.split("/", 1)[0] in LANGS else "en"
+    label = ResultText("results", lang).message("site.table-region")
+    opening = f'<div class="gl-table" role="region" tabindex="0" aria-label="{label}"><table'
+    return html.replace("<table", opening).replace("</table>", "</table></div>")
+
+
 def on_post_build(config: MkDocsConfig) -> None:
     """Make the search index accent-blind (see :mod:`glossary.sitesearch`)."""
     from glossary.sitesearch import fold_index

@@ -250,3 +250,32 @@ def test_figures_are_copied_and_linked_from_every_language(built: BuiltSite) -> 
         srcs = re.findall(r'<img alt="[^"]*" src="([^"]+)"', page.read_text(encoding="utf-8"))
         assert len(srcs) == 1
         assert (page.parent / srcs[0]).resolve().read_bytes() == fixture
+
+
+@pytest.mark.parametrize(
+    ("lang", "label"),
+    [("en", "Table (scrolls sideways)"), ("es", "Tabla (se desplaza"), ("ru", "Таблица")],
+)
+def test_tables_are_named_keyboard_reachable_regions(
+    built: BuiltSite, lang: str, label: str
+) -> None:
+    html = built.html(lang, "terms/feature-caching")
+    tables = html.count("<table")
+    regions = re.findall(
+        r'<div class="gl-table" role="region" tabindex="0" aria-label="([^"]+)">', html
+    )
+    assert tables >= 3 and len(regions) == tables
+    assert all(r.startswith(label) for r in regions)
+
+
+def test_sitemap_and_downloads(built: BuiltSite) -> None:
+    sitemap = (built.site / "sitemap.xml").read_text(encoding="utf-8")
+    locs = re.findall(r"<loc>([^<]+)</loc>", sitemap)
+    assert locs and all(loc.startswith("http://") or loc.startswith("https://") for loc in locs)
+    assert not any("None" in loc for loc in locs)
+    for lang in LANGS:
+        html = built.html(lang, "downloads")
+        assert "glossary.tbx" in html and "glossary.schema.json" in html
+    assert (built.site / "assets" / "downloads" / "glossary.skos.jsonld").is_file()
+    es = built.html("es", "")
+    assert 'name="description" content="Técnicas que abaratan' in es
