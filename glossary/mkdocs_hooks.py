@@ -21,6 +21,7 @@ from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
+from mkdocs.plugins import event_priority
 
 from glossary import sitegen
 from glossary.loader import GlossaryError
@@ -93,6 +94,7 @@ def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Any) -> s
     return html.replace("<table", opening).replace("</table>", "</table></div>")
 
 
+@event_priority(-100)  # last: after mkdocs-static-i18n has built and indexed every language
 def on_post_build(config: MkDocsConfig) -> None:
     """Make the search index accent-blind (see :mod:`glossary.sitesearch`)."""
     from glossary.sitesearch import fold_index
