@@ -58,7 +58,6 @@ GENERATED_DIRS = ("terms", "categories")
 GENERATED_FILES = ("index-a-z.md", "compare.md", "downloads.md")
 FIGURES_DIR = "assets/results"
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
-ROLES = ("baseline", "technique", "control", "reference")
 LANG_NAMES = {"es": "Español", "ru": "Русский", "en": "English"}
 
 Translate = Callable[[str], str]
