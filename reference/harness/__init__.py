@@ -5,8 +5,13 @@ Modules
 * :mod:`~reference.harness.sampling` - ``sample(eps_fn, scheduler, noise, ...)``, ``make_noise``,
   ``model_eps_fn``, ``count_nfe``, the ``EpsFn`` type (one loop for baselines, techniques and
   controls) and the cached standard baseline ``teacher_samples(n, steps)``.
-* :mod:`~reference.harness.quality` - ``frechet_digits_distance`` (FDD) with ``fdd_floor`` and
-  ``fdd_ceiling``, ``class_accuracy``, ``within_class_diversity``, ``trajectory_deviation``.
+* :mod:`~reference.harness.quality` - ``frechet_digits_distance`` (FDD), ``kernel_digits_distance``
+  (KID), ``real_reference`` (class-balanced real digits at n), ``fdd_ceiling``,
+  ``class_accuracy``, ``within_class_diversity``, ``trajectory_deviation``.
+* :mod:`~reference.harness.stats` - ``summarize`` (mean and t interval over seeds),
+  ``paired_ratio`` (geometric mean of per-seed ratios), ``bootstrap_interval``.
+* :mod:`~reference.harness.seeds` - ``SEEDS``, ``N_QUALITY``, ``over_seeds`` (paired quality over
+  noise seeds into a ``SeedTable``), ``real_reference_row``, ``quality_note``.
 * :mod:`~reference.harness.cost` - ``compare_latency`` (interleaved, median + IQR, bootstrap
   interval of the speedup), ``count_flops``, ``bytes_saved_for_backward``, ``count_parameters``,
   ``peak_rss_of``.
@@ -28,29 +33,50 @@ A technique is the package ``reference/<slug with underscores>/`` registered in
 technique in files of at most ~300 lines, ``bench.py`` (the contract of
 :mod:`reference.harness.cli`: ``Config``, ``FULL``, ``QUICK``, ``OPTIONS``, ``benchmark(cfg, out)``
 and ``demo(cfg, out)``), ``locale/<lang>/LC_MESSAGES/<slug>.po`` (the words of its results, in
-es, ru and en) and the two-line ``__main__.py``. ``benchmark`` returns a ``Measurement``; baseline,
-technique and control start from the same noise; a control spends the technique's compute the
-plain way (for example fewer DDIM steps)::
+es, ru and en) and the two-line ``__main__.py``. ``benchmark`` returns a ``Measurement``.
+
+The measurement rules every benchmark follows:
+
+* **Quality over paired seeds.** Every quality figure is measured on ``cfg.seeds`` (default
+  :data:`~reference.harness.seeds.SEEDS`, five) at ``N_QUALITY`` (256) samples by
+  :func:`~reference.harness.seeds.over_seeds`: on each seed, baseline, technique and control
+  start from the same noise and labels. Rows carry the mean, the 95% interval and the per-seed
+  values (``SeedTable.row_fields``); quality ratios are paired (``SeedTable.ratio``). Report the
+  FDD and the KID; add :func:`~reference.harness.seeds.real_reference_row` and
+  :func:`~reference.harness.seeds.quality_note`.
+* **Latency** with :func:`~reference.harness.cost.compare_latency`: one process, interleaved, at
+  least 15 warmed-up rounds, the run's thread count (2 for standard runs); every speedup carries
+  its bootstrap interval.
+* **Aims** are claims, judged on intervals (``aim(..., interval=...)`` gives met, missed or
+  inconclusive). A fact that holds by construction (a parameter count, the FLOP ratio of a
+  fixed architecture) is a note, not an aim. Every approximate technique has a timed control
+  that spends the same compute the plain way, and an aim against it.
+* **Limits** come from the work the run actually did; ``limit_kind="bound"`` only for a true
+  upper bound of the measured quantity (a speedup above it is flagged as an anomaly),
+  ``"estimate"`` otherwise (a FLOP or NFE ratio is not a bound on a latency ratio).
+
+A sketch::
 
     def benchmark(cfg: Config, out: Path) -> Measurement:
-        unet = zoo.load_teacher()
-        noise, labels = make_noise(cfg.n, seed=0), class_labels(cfg.n)
-        runs = {"base": ..., "fast": ..., "ctrl": ...}          # zero-argument samplers
-        lat = compare_latency(runs, repeats=cfg.repeats, warmup=1)
-        fd = {k: frechet_digits_distance(f()) for k, f in runs.items()}
-        rows = [Row("base", {"method": "ddim", "steps": 50}, "baseline", {...}), ...]
+        unet = frozen(zoo.load_teacher())
+        labels = class_labels(cfg.n)
+        samplers = {k: (lambda seed, k=k: run(k, make_noise(cfg.n, seed), labels)) for k in KEYS}
+        q = over_seeds(samplers, lambda key, x, same: quality_report(x, labels), cfg.seeds)
+        lat = compare_latency(timed_runs, repeats=cfg.repeats, warmup=2)
+        rows = [Row(k, CONFIGS[k], ROLES[k], *q.row_fields(k)) for k in KEYS]
+        ratio = q.ratio("fast", "base", "fd_digits")
         return Measurement(
-            settings={"n": cfg.n}, metrics=metrics("latency_ms", "fd_digits"), rows=rows,
-            headline=Headline("fast", speedup=lat.speedup["fast"],
-                              speedup_interval=lat.speedup_interval("fast"),
-                              speedup_limit=2.0, limit_kind="bound"),
-            aims=[aim("speedup", lat.speedup["fast"], 1.5, ">=",
-                      interval=lat.speedup_interval("fast"))],
-            notes=[note("matched-cost", steps=25)], figures=[])
+            settings=settings_of(cfg), metrics=metrics("latency_ms", "fd_digits", "kid_digits"),
+            rows=[*rows, real_reference_row(cfg.n)],
+            headline=speedup_headline("fast", lat, limit=2.0, limit_kind="estimate",
+                                      quality_ratio=ratio.value, quality_interval=ratio.interval),
+            aims=[aim("quality-vs-control", q.ratio("fast", "ctrl", "fd_digits").value, 1.0,
+                      "<=", interval=q.ratio("fast", "ctrl", "fd_digits").interval)],
+            notes=[quality_note(cfg.n, cfg.seeds), latency_note(cfg.repeats, cfg.batch)],
+            figures=[])
 
-The harness adds slug, module, options and provenance, validates and writes the file. Rules of
-thumb: compare at equal N (FDD is biased by sample count) and quote ``fdd_floor(n)``; time with
-``compare_latency`` (never two separate loops); keep ``QUICK`` to seconds.
+The harness adds slug, module, options and provenance, validates and writes the file.
+``QUICK`` keeps to seconds (two seeds, a few samples).
 
 Names are imported lazily, so ``import reference.harness`` does not import torch.
 """
@@ -83,7 +109,10 @@ _EXPORTS: dict[str, str] = {
     "class_accuracy": "quality",
     "classifier_features": "quality",
     "fdd_ceiling": "quality",
-    "fdd_floor": "quality",
+    "kernel_digits_distance": "quality",
+    "kernel_distance": "quality",
+    "real_reference": "quality",
+    "RealReference": "quality",
     "feature_stats": "quality",
     "frechet_digits_distance": "quality",
     "frechet_distance": "quality",
@@ -94,6 +123,18 @@ _EXPORTS: dict[str, str] = {
     "reference_stats": "quality",
     "trajectory_deviation": "quality",
     "within_class_diversity": "quality",
+    # statistics over seeds
+    "Summary": "stats",
+    "bootstrap_interval": "stats",
+    "mean_interval": "stats",
+    "paired_ratio": "stats",
+    "summarize": "stats",
+    "N_QUALITY": "seeds",
+    "SEEDS": "seeds",
+    "SeedTable": "seeds",
+    "over_seeds": "seeds",
+    "quality_note": "seeds",
+    "real_reference_row": "seeds",
     # cost
     "LatencyComparison": "cost",
     "LatencyStats": "cost",

@@ -46,7 +46,7 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,22 +181,19 @@ class LatencyComparison:
 
         Rounds are resampled with replacement, keeping each round's pair of times together
         (both functions ran in the same round, under the same machine state), and the ratio of
-        medians is recomputed per resample.
+        medians is recomputed per resample (:func:`reference.harness.stats.bootstrap_interval`).
         """
-        import random
+        from .stats import bootstrap_interval
 
         base, other = self.stats[self.baseline].samples_ms, self.stats[name].samples_ms
-        rng = random.Random(seed)
-        rounds = range(len(base))
-        ratios = []
-        for _ in range(resamples):
-            pick = [rng.choice(rounds) for _ in rounds]
-            ratios.append(
-                statistics.median(base[i] for i in pick) / statistics.median(other[i] for i in pick)
-            )
-        ratios.sort()
-        tail = (1.0 - confidence) / 2.0
-        return ratios[int(tail * (resamples - 1))], ratios[int((1.0 - tail) * (resamples - 1))]
+        pairs = list(zip(base, other, strict=True))
+
+        def ratio_of_medians(rounds: Sequence[Any]) -> float:
+            return statistics.median(b for b, _ in rounds) / statistics.median(o for _, o in rounds)
+
+        return bootstrap_interval(
+            pairs, ratio_of_medians, confidence=confidence, resamples=resamples, seed=seed
+        )
 
     def iqr_ms(self, name: str) -> float:
         return self.stats[name].iqr_ms

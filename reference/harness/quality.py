@@ -1,32 +1,49 @@
-"""Sample-quality metrics on the digits: the Fréchet digits distance and friends.
+"""Sample-quality metrics on the digits: the Fréchet and kernel digits distances and friends.
 
 Fréchet digits distance (FDD) - an FID analog, **not** FID
 ------------------------------------------------------------
 FID (Heusel et al. 2017, arXiv:1706.08500) fits a Gaussian to Inception-v3 features of real and
 of generated images and reports the Fréchet (2-Wasserstein) distance between the two Gaussians::
 
-    FD = ||mu_a - mu_b||^2 + tr(S_a) + tr(S_b) - 2 tr((S_a^{1/2} S_b S_a^{1/2})^{1/2})
+    FD = ||mu_a - mu_b||^2 + tr(S_a) + tr(S_b) - 2 tr((S_a^{1/2} S_b S_a^{1/2})^{1/2})   (1)
 
 Inception features mean nothing on 16x16 digits, so the FDD uses the same formula on the 64-d
 penultimate features of the zoo's digits classifier (:class:`reference.zoo.nets.DigitsClassifier`)
 and takes the 300 held-out **test** digits as the real distribution. FDD numbers are therefore
 only comparable with other FDD numbers of this project, never with published FID values.
 
+Kernel digits distance (KID analog)
+-----------------------------------
+KID (Bińkowski, Sutherland, Arbel and Gretton 2018, "Demystifying MMD GANs", arXiv:1801.01401)
+is the squared maximum mean discrepancy between the two feature sets with the cubic polynomial
+kernel ``k(x, y) = (x·y / d + 1)^3``, estimated without bias (:func:`kernel_distance`, (7)-(8)).
+It needs no Gaussian assumption and its expectation does not depend on the sample size, which
+makes it the second opinion the benchmarks report beside the FDD, on the same features.
+
+Real-data reference
+-------------------
+:func:`real_reference` scores class-balanced sets of real training digits at the benchmark's n
+(mean and central 95% range over 50 draws). Generated sets are class-balanced
+(:func:`~reference.harness.sampling.class_labels`), so an unbalanced real draw would be an
+unfair yardstick: it scores worse than a balanced one and makes a model look "better than real".
+
 Pitfalls
 --------
-* The Fréchet distance of finite samples is biased upwards; the bias shrinks with the number of
-  samples N and also depends on the model being evaluated (Chong & Forsyth 2020,
-  arXiv:1911.07023). Compare methods at the **same N** (necessary, not sufficient), read a
-  number against :func:`fdd_floor` (real training digits vs the test digits at that N) and
-  :func:`fdd_ceiling` (clipped Gaussian noise at that N), and treat differences smaller than the
-  spread over noise seeds as no difference.
-* 64-d covariances from a few hundred samples are noisy: prefer N >= 200 for headline numbers.
+* The Fréchet distance of finite samples is biased upwards; the bias shrinks like 1/N and also
+  depends on the model being evaluated (Chong & Forsyth 2020, arXiv:1911.07023). Compare methods
+  at the **same N** (every benchmark uses 256 unless it says why not), read ratios rather than
+  absolute values, and read a number against :func:`real_reference` at that N. KID is unbiased
+  but noisier at small N.
+* Differences smaller than the interval over noise seeds (:mod:`reference.harness.stats`) are no
+  difference.
 * The matrix square root is computed from a symmetric eigen-decomposition
   (``S_a^{1/2} S_b S_a^{1/2}`` is symmetric PSD), which is exact up to rounding and never produces
   the complex parts that ``scipy.linalg.sqrtm`` can.
 
-Production counterparts: ``torchmetrics.image.fid.FrechetInceptionDistance``, ``clean-fid``
-(Parmar et al. 2022, arXiv:2104.11222).
+Production counterparts: ``torchmetrics.image.fid.FrechetInceptionDistance`` and
+``torchmetrics.image.kid.KernelInceptionDistance`` (a test checks that both agree with these
+functions when given the same feature extractor), ``clean-fid`` (Parmar et al. 2022,
+arXiv:2104.11222).
 
 Other metrics here: class accuracy of conditional samples (clean classifier), within-class
 diversity (mean pairwise feature distance), and per-sample deviation from a baseline trajectory
@@ -86,8 +103,7 @@ def feature_stats(x: torch.Tensor) -> FeatureStats:
     """Fit a Gaussian to the classifier features of images ``x`` ``[N, 1, 16, 16]``."""
     if x.shape[0] < 2:
         raise ValueError(f"feature_stats: need at least 2 images, got {x.shape[0]}")
-    f = classifier_features(x).numpy()
-    return FeatureStats(mu=f.mean(0), sigma=np.cov(f, rowvar=False), n=f.shape[0])
+    return _stats_of(classifier_features(x).numpy())
 
 
 def _sqrt_psd(a: np.ndarray) -> np.ndarray:
@@ -102,39 +118,123 @@ def frechet_distance(a: FeatureStats, b: FeatureStats) -> float:
     eig = np.linalg.eigvalsh((middle + middle.T) / 2)
     tr_sqrt = float(np.sqrt(np.clip(eig, 0, None)).sum())
     diff = a.mu - b.mu
-    value = float(diff @ diff + np.trace(a.sigma) + np.trace(b.sigma) - 2.0 * tr_sqrt)
+    value = float(diff @ diff + np.trace(a.sigma) + np.trace(b.sigma) - 2.0 * tr_sqrt)  # (1)
     return max(value, 0.0)  # rounding can make identical inputs give -1e-6
 
 
 @lru_cache(maxsize=1)
 def reference_stats() -> FeatureStats:
     """Feature statistics of the 300 held-out test digits: the "real" side of the FDD."""
-    x, _ = load_digits_tensors("test")
-    return feature_stats(x)
+    return _stats_of(_split_features("test"))
 
 
 def frechet_digits_distance(samples: torch.Tensor, reference: FeatureStats | None = None) -> float:
     """FDD of ``samples`` ``[N, 1, 16, 16]`` in [-1, 1] against the test digits (lower = better).
 
-    An FID analog on the zoo classifier's features; not comparable with FID. Biased by N:
-    compare at equal N and against :func:`fdd_floor` / :func:`fdd_ceiling` at that N.
+    An FID analog (1) on the zoo classifier's features; not comparable with FID. Biased by N:
+    compare at equal N and against :func:`real_reference` at that N.
     """
     return frechet_distance(feature_stats(samples), reference or reference_stats())
 
 
-@lru_cache(maxsize=16)
-def fdd_floor(n: int, seed: int = 0) -> float:
-    """FDD of ``n`` random real *training* digits vs the test digits: a real-data reference at n.
+def kernel_distance(fa: np.ndarray, fb: np.ndarray) -> float:
+    """Unbiased squared MMD between feature sets ``fa`` [m, d] and ``fb`` [n, d] with the cubic
+    polynomial kernel of KID (Bińkowski et al. 2018, arXiv:1801.01401)::
 
-    Not a strict lower bound: the subset is drawn without class balance (class-balanced samples
-    can score below it) and the classifier whose features are compared was trained on these very
-    digits. Read it as "what real digits score at this n", not as "the best achievable".
+        k(x, y) = (x·y / d + 1)^3                                                   (7)
+        MMD²_u = Σ_{i≠j} k(a_i, a_j) / (m(m-1)) + Σ_{i≠j} k(b_i, b_j) / (n(n-1))
+                 - 2 Σ_{i,j} k(a_i, b_j) / (mn)                                      (8)
+
+    Unlike the Fréchet distance, (8) is an unbiased estimator at any sample size (it can be
+    slightly negative when the two sets come from the same distribution).
     """
-    x, _ = load_digits_tensors("train")
-    if not 2 <= n <= len(x):
-        raise ValueError(f"fdd_floor: n must be in [2, {len(x)}], got {n}")
-    idx = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))[:n]
-    return frechet_digits_distance(x[idx])
+    if fa.shape[0] < 2 or fb.shape[0] < 2:
+        raise ValueError("kernel_distance: need at least 2 feature rows on each side")
+    m, n, d = fa.shape[0], fb.shape[0], fa.shape[1]
+    k_aa = (fa @ fa.T / d + 1.0) ** 3  # (7)
+    k_bb = (fb @ fb.T / d + 1.0) ** 3
+    k_ab = (fa @ fb.T / d + 1.0) ** 3
+    within_a = (k_aa.sum() - np.trace(k_aa)) / (m * (m - 1))  # (8)
+    within_b = (k_bb.sum() - np.trace(k_bb)) / (n * (n - 1))
+    return float(within_a + within_b - 2.0 * k_ab.mean())
+
+
+@lru_cache(maxsize=2)
+def _split_features(split: str) -> np.ndarray:
+    """Classifier features of a whole split of the digits (computed once per process)."""
+    x, _ = load_digits_tensors(split)
+    return classifier_features(x).numpy()
+
+
+def _stats_of(f: np.ndarray) -> FeatureStats:
+    return FeatureStats(mu=f.mean(0), sigma=np.cov(f, rowvar=False), n=f.shape[0])
+
+
+def kernel_digits_distance(samples: torch.Tensor) -> float:
+    """KID analog (8) of ``samples`` ``[N, 1, 16, 16]`` against the test digits, on the same
+    classifier features as the FDD (lower = better; unbiased, so comparable across N)."""
+    return kernel_distance(classifier_features(samples).numpy(), _split_features("test"))
+
+
+def balanced_subset(labels: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+    """Indices of ``n`` items with the class counts of :func:`~reference.harness.sampling.
+    class_labels` (``n // 10`` per class, the first ``n % 10`` classes one more), drawn without
+    replacement within each class."""
+    picks = []
+    for c in range(10):
+        pool = torch.nonzero(labels == c).flatten()
+        k = n // 10 + (1 if c < n % 10 else 0)
+        if k > len(pool):
+            raise ValueError(f"balanced_subset: class {c} has {len(pool)} items, need {k}")
+        picks.append(pool[torch.randperm(len(pool), generator=generator)[:k]])
+    return torch.cat(picks)
+
+
+@dataclass(frozen=True)
+class RealReference:
+    """What real digits score at a sample size: the mean and the central 95% range over
+    ``draws`` class-balanced subsets of the training digits, for the FDD and the KID."""
+
+    n: int
+    draws: int
+    fd_mean: float
+    fd_range: tuple[float, float]
+    kid_mean: float
+    kid_range: tuple[float, float]
+
+
+def _central_range(values: list[float]) -> tuple[float, float]:
+    xs = sorted(values)
+    return xs[round(0.025 * (len(xs) - 1))], xs[round(0.975 * (len(xs) - 1))]
+
+
+@lru_cache(maxsize=8)
+def real_reference(n: int, draws: int = 50, seed: int = 0) -> RealReference:
+    """FDD and KID of ``draws`` class-balanced sets of ``n`` real training digits vs the test
+    digits: the real-data reference at ``n``, balanced like the generated sets.
+
+    Not a lower bound: the classifier whose features are compared was trained on these digits,
+    and a generated set can score inside or below the range. Read it as "what real digits score
+    at this n", with its spread over draws.
+    """
+    _, y = load_digits_tensors("train")
+    if not 10 <= n <= len(y) or draws < 2:
+        raise ValueError(f"real_reference: need 10 <= n <= {len(y)} and draws >= 2")
+    train, test = _split_features("train"), _split_features("test")
+    gen = torch.Generator().manual_seed(seed)
+    fds, kids = [], []
+    for _ in range(draws):
+        f = train[balanced_subset(y, n, gen).numpy()]
+        fds.append(frechet_distance(_stats_of(f), reference_stats()))
+        kids.append(kernel_distance(f, test))
+    return RealReference(
+        n,
+        draws,
+        float(np.mean(fds)),
+        _central_range(fds),
+        float(np.mean(kids)),
+        _central_range(kids),
+    )
 
 
 @lru_cache(maxsize=16)
@@ -203,9 +303,10 @@ def trajectory_deviation(samples: torch.Tensor, baseline: torch.Tensor) -> dict[
 
 
 def quality_report(samples: torch.Tensor, labels: torch.Tensor | None = None) -> dict[str, float]:
-    """FDD, within-class diversity and (given ``labels``) class accuracy of ``samples``."""
+    """FDD, KID, within-class diversity and (given ``labels``) class accuracy of ``samples``."""
     report = {
         "fd_digits": frechet_digits_distance(samples),
+        "kid_digits": kernel_digits_distance(samples),
         "diversity": within_class_diversity(samples, labels),
     }
     if labels is not None:
