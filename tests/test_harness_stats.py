@@ -125,3 +125,12 @@ def test_over_seeds_pairs_every_configuration_on_each_seed() -> None:
     assert sorted(seen) == sorted((k, s) for k in ("base", "fast") for s in range(5))
     assert table.per_seed("fast", "vs_base") == [3.0] * 5  # each seed's fast vs the same seed
     assert table.ratio("fast", "base", "value").interval == pytest.approx((3.0, 3.0))
+
+
+@pytest.mark.parametrize("seeds", [(0,), (1, 1), (0, -1), ()])
+def test_check_seeds_refuses_what_gives_no_interval(seeds: tuple[int, ...]) -> None:
+    from reference.harness.cli import check_seeds
+
+    with pytest.raises(ValueError, match="--seeds needs at least 2 distinct"):
+        check_seeds(seeds)
+    check_seeds((0, 1, 2, 3, 4))  # the standard seeds pass

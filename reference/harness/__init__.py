@@ -170,6 +170,7 @@ _EXPORTS: dict[str, str] = {
     # command line
     "Option": "cli",
     "at_least": "cli",
+    "check_seeds": "cli",
     "float_tuple": "cli",
     "int_tuple": "cli",
     "name_tuple": "cli",

@@ -126,6 +126,13 @@ def int_tuple(text: str) -> tuple[int, ...]:
         ) from None
 
 
+def check_seeds(seeds: tuple[int, ...]) -> None:
+    """``Config.validate()`` of a ``seeds`` field: at least two distinct, non-negative seeds
+    (an interval needs two), else ``ValueError`` naming ``--seeds``."""
+    if len(set(seeds)) < 2 or len(set(seeds)) != len(seeds) or min(seeds, default=0) < 0:
+        raise ValueError(f"--seeds needs at least 2 distinct non-negative seeds, got {seeds}")
+
+
 def at_least(cfg: Any, **minimums: float) -> None:
     """Check ``Config`` fields against their minimums, in order, for ``Config.validate()``.
 
