@@ -92,3 +92,19 @@ def test_compare_latency_reports_medians_spread_and_ratios() -> None:
 def test_compare_latency_rejects_an_unknown_baseline() -> None:
     with pytest.raises(ValueError, match="baseline"):
         compare_latency({"a": lambda: None}, baseline="b")
+
+
+def test_speedup_between_two_alternatives_and_its_interval() -> None:
+    from reference.harness.cost import LatencyComparison, _stats
+
+    # Synthetic rounds (no timing): "wide" takes 3x "sparse" in every round, "base" 2x.
+    sparse = [1.0, 1.1, 0.9, 1.05, 0.95]
+    stats = {
+        "base": _stats([2 * x for x in sparse]),
+        "wide": _stats([3 * x for x in sparse]),
+        "sparse": _stats(sparse),
+    }
+    cmp = LatencyComparison("base", stats, {}, threads=1, repeats=5, warmup=0)
+    assert cmp.speedup_over("sparse", "wide") == pytest.approx(3.0)
+    assert cmp.speedup_interval("sparse", against="wide") == pytest.approx((3.0, 3.0))
+    assert cmp.speedup_interval("sparse") == pytest.approx((2.0, 2.0))

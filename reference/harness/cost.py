@@ -174,10 +174,21 @@ class LatencyComparison:
     def median_ms(self, name: str) -> float:
         return self.stats[name].median_ms
 
+    def speedup_over(self, name: str, against: str) -> float:
+        """``median(against) / median(name)``: how much faster ``name`` ran than ``against``
+        (another function of the same comparison, not necessarily the baseline)."""
+        return self.stats[against].median_ms / self.stats[name].median_ms
+
     def speedup_interval(
-        self, name: str, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+        self,
+        name: str,
+        confidence: float = 0.95,
+        resamples: int = 2000,
+        seed: int = 0,
+        against: str | None = None,
     ) -> tuple[float, float]:
-        """Percentile-bootstrap interval of ``speedup[name]`` over timing rounds.
+        """Percentile-bootstrap interval of ``speedup[name]`` over timing rounds (of
+        :meth:`speedup_over` ``against`` another function, when given).
 
         Rounds are resampled with replacement, keeping each round's pair of times together
         (both functions ran in the same round, under the same machine state), and the ratio of
@@ -185,7 +196,8 @@ class LatencyComparison:
         """
         from .stats import bootstrap_interval
 
-        base, other = self.stats[self.baseline].samples_ms, self.stats[name].samples_ms
+        base = self.stats[against or self.baseline].samples_ms
+        other = self.stats[name].samples_ms
         pairs = list(zip(base, other, strict=True))
 
         def ratio_of_medians(rounds: Sequence[Any]) -> float:
