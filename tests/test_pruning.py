@@ -1,7 +1,8 @@
 """reference.pruning: the structured prune keeps GroupNorm groups, attention heads and the
 attention temperature consistent, rebuilds from its configuration, really shrinks the model;
 unstructured pruning zeroes weights without changing FLOPs; apply_pruning follows its
-configuration; the benchmark configuration rejects bad options."""
+configuration; the benchmark configuration rejects bad options; the quick benchmark judges the
+prune on paired seeds against the from-scratch and the fewer-steps controls."""
 
 from __future__ import annotations
 
@@ -217,8 +218,63 @@ def test_bench_config_rejects_bad_options_with_one_line() -> None:
         ({"repeats": 0}, "--repeats must be >= 1, got 0"),
         ({"criteria": ("bogus",)}, "--criteria: unknown 'bogus'"),
         ({"n_samples": 1}, "--n-samples must be >= 2, got 1"),
+        ({"seeds": (3,)}, "--seeds needs at least 2 distinct"),
     ):
         with pytest.raises(ValueError, match=message) as info:
             replace(FULL, **change).validate()
         assert "\n" not in str(info.value)
     FULL.validate()
+    from reference.harness.seeds import N_QUALITY, SEEDS
+
+    assert FULL.n_samples == N_QUALITY and FULL.seeds == SEEDS
+    assert FULL.repeats >= 15 and FULL.warmup >= 1
+
+
+def test_the_fewer_steps_control_spends_the_prunes_sampling_flops() -> None:
+    from reference.pruning.measure import control_steps
+
+    assert control_steps(20, 0.2506) == 5  # 5 teacher steps ~ 20 steps at a quarter the FLOPs
+    assert control_steps(4, 0.25) == 1
+    assert control_steps(4, 0.01) == 1  # never zero steps
+    assert control_steps(20, 1.0) == 20
+
+
+@pytest.mark.slow
+def test_quick_benchmark_judges_the_prune_on_paired_seeds_against_two_controls(
+    quick_result,
+) -> None:
+    result = quick_result("pruning")
+    rows = {r["id"]: r for r in result["rows"]}
+    roles = {k: r["role"] for k, r in rows.items()}
+    assert roles["scratch"] == roles["fewer-steps"] == "control"
+    assert roles["teacher"] == "baseline" and roles["real"] == "reference"
+    seeds = result["settings"]["seeds"]
+    for key, row in rows.items():
+        if key != "real":
+            assert len(row["seeds"]["fd_digits"]) == len(seeds)
+            assert {"fd_digits", "kid_digits"} <= set(row["intervals"])
+    assert rows["real"]["config"]["n"] == result["settings"]["n_samples"]
+    # the control runs the teacher with the steps whose FLOPs match the prune's sampling
+    head = rows["finetuned"]
+    k = rows["fewer-steps"]["config"]["steps"]
+    assert k == max(1, round(result["settings"]["steps"] * head["values"]["flops_ratio"]))
+    assert rows["fewer-steps"]["values"]["nfe"] == k == result["settings"]["control_steps"]
+    # every timed row carries its speedup interval; one-shot prunes are quality-only rows
+    for key in ("finetuned", "scratch", "fewer-steps", "unstructured-0.5"):
+        assert "speedup" in rows[key]["intervals"]
+    assert "latency_ms" not in rows["l1-0.5"]["values"]
+    aims = {a["id"]: a for a in result["aims"]}
+    assert set(aims) == {"speedup", "quality", "beats-fewer-steps", "beats-scratch"}
+    for a in aims.values():
+        assert a["interval"] is not None and a["interval"][0] <= a["measured"] <= a["interval"][1]
+    fd = {key: rows[key]["seeds"]["fd_digits"] for key in ("finetuned", "fewer-steps")}
+    logs = [math.log(a / b) for a, b in zip(fd["finetuned"], fd["fewer-steps"], strict=True)]
+    assert aims["beats-fewer-steps"]["measured"] == pytest.approx(math.exp(sum(logs) / len(logs)))
+    # the FLOP ratio is a fact (a note) and only an estimate of the latency limit
+    headline = result["headline"]
+    assert headline["row"] == "finetuned" and headline["limit_kind"] == "estimate"
+    assert headline["speedup_limit"] == pytest.approx(1 / head["values"]["flops_ratio"])
+    assert headline["quality_interval"] is not None
+    notes = {n["id"] for n in result["notes"]}
+    assert {"quality-protocol", "latency-protocol", "structured-is-smaller"} <= notes
+    assert {"fewer-steps-control", "fdd-at-n"} & notes == {"fewer-steps-control"}

@@ -53,6 +53,12 @@ pruned architecture from scratch with the same budget** (Liu et al. 2018, arXiv:
 showed that for classifiers trained with a *full* budget this control often catches up). Both
 are zoo models (:mod:`~reference.pruning.zoo_specs`).
 
+A pruned sampler must also beat the cheapest way of spending the same compute without any
+training: the **unpruned teacher with fewer steps**. At ``S`` steps a prune with a fraction
+``f`` of the teacher's FLOPs per forward costs what ``k = round(S f)`` teacher steps cost, so the
+benchmark's second control is DDIM with ``k`` steps (same FLOPs; on an overhead-bound CPU it is
+even faster, since it also runs fewer operators).
+
 Pitfalls
 --------
 * Tiny models on a CPU are overhead-bound: 4x fewer FLOPs do not give 4x less latency, because
