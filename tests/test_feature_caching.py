@@ -209,13 +209,63 @@ def test_unsupported_model_is_rejected() -> None:
         dc.check_supported(torch.nn.Linear(2, 2))
 
 
+def test_flop_estimate_of_the_counted_work() -> None:
+    # 50 steps, N = 3: 17 full + 33 cached steps
+    assert fc.flop_speedup_estimate(17, 33, 0.6) == pytest.approx(50 / (17 + 33 * 0.4))
+    assert fc.schedule_speedup_limit(50, 3, 0.6) == fc.flop_speedup_estimate(17, 33, 0.6)
+    # one extra full step makes the run's estimate smaller than the asymptotic one
+    assert fc.schedule_speedup_limit(50, 3, 0.6) < fc.speedup_limit(0.6, 3)
+    assert fc.flop_speedup_estimate(5, 0, 0.6) == 1.0
+    with pytest.raises(ValueError, match="full >= 1"):
+        fc.flop_speedup_estimate(0, 3, 0.6)
+
+
+def test_relative_speed_rebases_the_rounds_on_the_control() -> None:
+    from reference.feature_caching.bench import relative_speed
+    from reference.harness.cost import LatencyComparison, _stats
+
+    rounds = {"base": [10.0, 11.0, 9.0, 10.0], "ctrl": [6.0, 6.0, 6.0, 6.0], "fast": [3.0] * 4}
+    stats = {k: _stats(v) for k, v in rounds.items()}
+    lat = LatencyComparison(
+        "base", stats, {k: 10.0 / s.median_ms for k, s in stats.items()}, 2, 4, 0
+    )
+    value, (lo, hi) = relative_speed(lat, "fast", "ctrl")
+    assert value == pytest.approx(2.0) and lo == pytest.approx(2.0) and hi == pytest.approx(2.0)
+    assert lat.baseline == "base"  # the comparison itself is not changed
+
+
 @pytest.mark.slow
-def test_quick_benchmark_reports_every_role_and_a_run_based_limit(quick_result) -> None:
+def test_quick_benchmark_reports_every_role_paired_seeds_and_a_run_based_estimate(
+    quick_result,
+) -> None:
     result = quick_result("feature-caching")
-    assert {r["role"] for r in result["rows"]} == {"baseline", "technique", "control", "reference"}
+    rows = {r["id"]: r for r in result["rows"]}
+    assert {r["role"] for r in rows.values()} == {"baseline", "technique", "control", "reference"}
+    seeds = result["settings"]["seeds"]
+    for key in ("base", "dc3", "ddim3", "dit", "dit-fbc", "dit-pab"):
+        for metric in ("fd_digits", "kid_digits"):
+            assert len(rows[key]["seeds"][metric]) == len(seeds), (key, metric)
+            lo, hi = rows[key]["intervals"][metric]
+            assert lo <= rows[key]["values"][metric] <= hi
+    assert "fd_digits" not in rows["dc-lru"]["values"]  # exact cache: timed only
+    assert rows["real"]["role"] == "reference"
+    for key in ("dc3", "dc-lru", "ddim3"):  # every timed row carries its speedup's interval
+        assert "speedup" in rows[key]["intervals"]
+    # the limit is the FLOP estimate of the full and cached steps the run counted
     head = result["headline"]
-    assert head["limit_kind"] == "bound" and head["speedup_limit"] > 1.0
-    f = result["settings"]["skipped_flop_fraction"]
+    assert head["limit_kind"] == "estimate" and head["speedup_limit"] > 1.0
+    assert result["anomalies"] == []
+    work = next(n["params"] for n in result["notes"] if n["id"] == "skipped-flops")
     steps, n = result["settings"]["steps"], 3
-    assert head["speedup_limit"] == pytest.approx(dc.schedule_speedup_limit(steps, n, f), rel=1e-3)
-    assert {a["id"] for a in result["aims"]} == {"speedup", "quality", "beats-control-quality"}
+    assert work["full"] == fc.full_steps(steps, n) == rows["dc3"]["values"]["full_steps"]
+    assert work["full"] + work["cached"] == steps
+    f = result["settings"]["skipped_flop_fraction"]
+    expected = fc.flop_speedup_estimate(work["full"], work["cached"], f)
+    assert head["speedup_limit"] == pytest.approx(expected, rel=1e-3)
+    assert head["quality_interval"] is not None
+    aims = {a["id"]: a for a in result["aims"]}
+    assert set(aims) == {"speedup", "quality", "quality-vs-control", "speed-vs-control"}
+    assert all(a["interval"] is not None for a in aims.values())
+    assert aims["quality-vs-control"]["params"]["control_steps"] == rows["ddim3"]["config"]["steps"]
+    notes = {n["id"] for n in result["notes"]}
+    assert {"quality-protocol", "latency-protocol", "matched-cost"} <= notes

@@ -22,17 +22,29 @@ new ``x_t``), then ``U_m .. U_1`` on ``concat(F, skip)`` - everything deeper is 
 (tested bit for bit) so the cut is visible.
 
 Cost. With ``f`` the fraction of a full step's FLOPs that a cached step skips, a uniform schedule
-(one full step every ``N``) costs ``1 + (N - 1)(1 - f)`` full steps per ``N`` steps, so the speedup
-is bounded by the Amdahl limit ``1 / (1 - f (1 - 1/N))`` (:func:`~.deepcache.speedup_limit`;
-``f`` measured with the harness FLOP counter by :func:`~.deepcache.skipped_flop_fraction`). On the
-zoo teacher (channels 32/64/64) branch 1 skips ``f ~ 0.63``: the 16x16 level, which runs on every
-step, holds a large share of the compute, so ``N = 3`` is capped near 1.7x. Large latent U-Nets
-(Stable Diffusion) spend most FLOPs deeper and reach 2-4x.
+(one full step every ``N``) costs ``1 + (N - 1)(1 - f)`` full steps per ``N`` steps, so its FLOP
+ratio to plain sampling is the Amdahl figure::
+
+    S_flop = 1 / (1 - f (1 - 1/N))                                                   (1)
+    S_run  = (n_full + n_cached) / (n_full + n_cached (1 - f))                       (2)
+
+(1) is :func:`~.deepcache.speedup_limit`; (2), for the ``n_full`` full and ``n_cached`` cached
+steps a run actually did (``ceil(steps / N)`` full steps when ``N`` does not divide ``steps``),
+is :func:`~.deepcache.flop_speedup_estimate`; ``f`` is measured with the harness FLOP counter by
+:func:`~.deepcache.skipped_flop_fraction`. Both are *estimates* of the latency speedup, not
+bounds: the counter sees matrix multiplications and convolutions only, and the rest of a step's
+time (normalisations, activations, the attention softmax, per-layer overhead) is not spread over
+the network like its FLOPs, so a measured speedup may land on either side. On the zoo teacher
+(channels 32/64/64) branch 1 skips ``f ~ 0.63``: the 16x16 level, which runs on every step, holds
+a large share of the compute, so ``N = 3`` is estimated near 1.7x. Large latent U-Nets (Stable
+Diffusion) spend most FLOPs deeper and reach 2-4x.
 
 The key control. DeepCache spends less compute per trajectory; so does running fewer DDIM steps.
-The honest comparison is DDIM with the number of steps whose cost equals the cached schedule's
-(:func:`~.deepcache.matched_ddim_steps`). DeepCache is worth it only where it beats that control.
-The DeepCache paper itself makes this comparison ("under the same throughput").
+The honest comparison is DDIM with the number of steps whose FLOPs equal the cached schedule's
+(:func:`~.deepcache.matched_ddim_steps`), sampled from the same noise and timed in the same
+rounds: DeepCache is worth it only where it is better than that control at no greater latency.
+The DeepCache paper itself makes this comparison ("under the same throughput"). The benchmark
+tests both sides (quality ratio over paired noise seeds, latency ratio with its interval).
 
 Conditioning caches (exact)
 ---------------------------
@@ -63,8 +75,9 @@ Pitfalls
 * Interval ``N = 1`` must reproduce the model exactly; anything else is an approximation whose
   error grows with ``N`` and is largest where features move fastest (the first and last steps;
   DeepCache's non-uniform schedule refreshes more often there).
-* FLOPs are a lower bound on cost: normalisation, activations and per-layer Python overhead are
-  not skipped in proportion, so a tiny model on a CPU measures below the FLOP limit.
+* FLOPs are not latency: normalisation, activations and per-layer Python overhead are not
+  counted, and a cached step skips them in its own proportion, not in the FLOPs' one. On a tiny
+  model on a CPU the measured speedup can sit above or below the FLOP estimate (2).
 * With classifier-free guidance the conditional and unconditional rows are separate trajectories;
   the batched call used here caches both together, which is correct because they stay in the same
   rows.
@@ -82,9 +95,11 @@ from .deepcache import (
     DeepCacheEps,
     UNetPass,
     check_supported,
+    flop_speedup_estimate,
     full_steps,
     matched_ddim_steps,
     relative_cost,
+    schedule_speedup_limit,
     shallow_forward,
     skipped_flop_fraction,
     speedup_limit,
@@ -102,10 +117,12 @@ __all__ = [
     "condition_embedding",
     "cross_attention_kv",
     "cross_attention_with_kv",
+    "flop_speedup_estimate",
     "full_steps",
     "main",
     "matched_ddim_steps",
     "relative_cost",
+    "schedule_speedup_limit",
     "shallow_forward",
     "skipped_flop_fraction",
     "speedup_limit",

@@ -252,7 +252,8 @@ def skipped_flop_fraction(unet: nn.Module, branch: int = 1, batch: int = 4) -> f
 
 
 def speedup_limit(f: float, interval: int) -> float:
-    """Amdahl limit of uniform caching: ``1 / (1 - f (1 - 1/N))`` (every step costs its FLOPs)."""
+    """Asymptotic FLOP estimate of uniform caching: ``1 / (1 - f (1 - 1/N))`` (Amdahl's law with
+    every step costing its FLOPs; an estimate of the latency speedup, not a bound)."""
     return 1.0 / (1.0 - f * (1.0 - 1.0 / interval))
 
 
@@ -262,14 +263,28 @@ def relative_cost(steps: int, interval: int, f: float) -> float:
     return n_full + (steps - n_full) * (1.0 - f)
 
 
+def flop_speedup_estimate(full: int, cached: int, f: float) -> float:
+    """FLOP ratio of the work a run did: plain DDIM's ``full + cached`` full passes over the
+    cached run's ``full + cached * (1 - f)``.
+
+    An *estimate* of the latency speedup, not a bound: the FLOP counter sees only matrix
+    multiplications and convolutions, and the normalisations, activations, attention softmax and
+    per-layer overhead that latency also pays are not spread over the network like the FLOPs, so
+    the measured speedup can land on either side of it.
+    """
+    if full < 1 or cached < 0:
+        raise ValueError(f"feature caching: need full >= 1 and cached >= 0, got {full}, {cached}")
+    return (full + cached) / (full + cached * (1.0 - f))
+
+
 def schedule_speedup_limit(steps: int, interval: int, f: float) -> float:
-    """The FLOP limit of the schedule a run actually executes: ``steps / relative_cost``.
+    """:func:`flop_speedup_estimate` of the uniform schedule: ``steps / relative_cost``.
 
     With ``steps`` not a multiple of ``N`` the run does ``ceil(steps / N)`` full steps, one more
-    than the asymptotic :func:`speedup_limit` assumes; this is the bound a measurement of that
-    run is compared with.
+    than the asymptotic :func:`speedup_limit` assumes.
     """
-    return steps / relative_cost(steps, interval, f)
+    n_full = full_steps(steps, interval)
+    return flop_speedup_estimate(n_full, steps - n_full, f)
 
 
 def matched_ddim_steps(steps: int, interval: int, f: float) -> int:
