@@ -220,7 +220,7 @@ def test_flop_estimate_of_the_counted_work() -> None:
         fc.flop_speedup_estimate(0, 3, 0.6)
 
 
-def test_relative_speed_rebases_the_rounds_on_the_control() -> None:
+def test_relative_speed_compares_two_rows_of_one_timing_run() -> None:
     from reference.feature_caching.bench import relative_speed
     from reference.harness.cost import LatencyComparison, _stats
 
@@ -231,7 +231,6 @@ def test_relative_speed_rebases_the_rounds_on_the_control() -> None:
     )
     value, (lo, hi) = relative_speed(lat, "fast", "ctrl")
     assert value == pytest.approx(2.0) and lo == pytest.approx(2.0) and hi == pytest.approx(2.0)
-    assert lat.baseline == "base"  # the comparison itself is not changed
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ the full and cached steps the run counted, which is not a bound on latency.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -407,11 +407,9 @@ def time_groups(variants: Sequence[Variant], cfg: Config) -> list[LatencyCompari
 def relative_speed(
     lat: LatencyComparison, fast: str, slow: str
 ) -> tuple[float, tuple[float, float]]:
-    """``median(slow) / median(fast)`` from one interleaved comparison, with the bootstrap
-    interval over its rounds (the comparison re-based on ``slow``)."""
-    return lat.median_ms(slow) / lat.median_ms(fast), replace(lat, baseline=slow).speedup_interval(
-        fast
-    )
+    """``median(slow) / median(fast)`` from one interleaved comparison, with its bootstrap
+    interval over the comparison's rounds."""
+    return lat.speedup_over(fast, slow), lat.speedup_interval(fast, against=slow)
 
 
 def _row(
