@@ -1,8 +1,11 @@
 """reference.low_rank_inference: exact identities of the truncated SVD (full rank reproduces the
 layer, Eckart-Young error), activation-aware optimality, rank selection, LoRA merging,
-apply_low_rank and the benchmark configuration's checks."""
+apply_low_rank, the benchmark configuration's checks and the quick benchmark's timed control and
+paired-seed aims."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
@@ -189,8 +192,56 @@ def test_bench_config_rejects_bad_options_with_one_line() -> None:
         ({"methods": ("bogus",)}, "--methods: unknown 'bogus'"),
         ({"budgets": (0.3,)}, "--headline-budget 0.5 is not one of --budgets"),
         ({"lora_rank": 0}, "--lora-rank must be in 1..96"),
+        ({"seeds": (1, 1)}, "--seeds needs at least 2 distinct"),
     ):
         with pytest.raises(ValueError, match=message) as info:
             replace(FULL, **change).validate()
         assert "\n" not in str(info.value)
     FULL.validate()
+    from reference.harness.seeds import N_QUALITY, SEEDS
+
+    assert FULL.n_eval == N_QUALITY and FULL.seeds == SEEDS
+    assert FULL.repeats >= 15 and FULL.warmup >= 1
+
+
+def test_the_fewer_steps_control_spends_the_headlines_sampling_flops() -> None:
+    from reference.low_rank_inference.measure import control_steps
+
+    assert control_steps(20, 0.508) == 10
+    assert control_steps(3, 0.508) == 2
+    assert control_steps(3, 0.01) == 1
+
+
+@pytest.mark.slow
+def test_quick_benchmark_times_the_control_and_judges_on_paired_seeds(quick_result) -> None:
+    result = quick_result("low-rank-inference")
+    rows = {r["id"]: r for r in result["rows"]}
+    seeds = result["settings"]["seeds"]
+    samplers = [k for k, r in rows.items() if "fd_digits" in r["values"] and k != "real"]
+    assert set(samplers) == {"dense", "svd-0.5", "asvd-0.5", "control"}
+    for key in samplers:
+        assert len(rows[key]["seeds"]["fd_digits"]) == len(seeds)
+        assert {"fd_digits", "kid_digits"} <= set(rows[key]["intervals"])
+    assert rows["real"]["role"] == "reference"
+    assert rows["real"]["config"]["n"] == result["settings"]["n_eval"]
+    # the control is timed in the same comparison as the technique, not copied
+    control, dense = rows["control"], rows["dense"]
+    assert control["role"] == "control" and "speedup" in control["intervals"]
+    assert control["values"]["latency_ms"] != dense["values"]["latency_ms"]
+    k = control["config"]["steps"]
+    head = rows["asvd-0.5"]
+    flops = head["values"]["gflops"] / dense["values"]["gflops"]
+    assert k == max(1, round(result["settings"]["steps"] * flops)) == control["values"]["nfe"]
+    aims = {a["id"]: a for a in result["aims"]}
+    assert set(aims) == {"layers-speedup", "quality", "beats-fewer-steps"}
+    for a in aims.values():
+        assert a["interval"] is not None and a["interval"][0] <= a["measured"] <= a["interval"][1]
+    fd_h, fd_c = head["seeds"]["fd_digits"], control["seeds"]["fd_digits"]
+    logs = [math.log(a / b) for a, b in zip(fd_h, fd_c, strict=True)]
+    assert aims["beats-fewer-steps"]["measured"] == pytest.approx(math.exp(sum(logs) / len(logs)))
+    headline = result["headline"]
+    assert headline["row"] == "asvd-0.5" and headline["limit_kind"] == "estimate"
+    assert headline["quality_interval"] is not None
+    notes = {n["id"] for n in result["notes"]}
+    assert {"quality-protocol", "latency-protocol", "fewer-steps-control"} <= notes
+    assert not any(n.startswith(("fdd-at-n", "matched-time")) for n in notes)

@@ -53,6 +53,10 @@ When to use it, and pitfalls
   per-layer error. Calibrate activation-aware SVD on inputs from the sampling trajectory (all
   noise levels), not only on clean data.
 * Fine-tuning after factorisation recovers quality (SVD-LLM's parameter update); omitted here.
+* A sampler has a cheaper, training-free way to spend fewer FLOPs: fewer denoising steps of the
+  dense model. At ``S`` steps a factorisation with a fraction ``f`` of the dense FLOPs per forward
+  costs what ``round(S f)`` dense steps cost; the benchmark's control is exactly that sampler,
+  timed with the others, and low rank is only worth it if it beats that control.
 
 Production: ``torch.linalg.svd`` / ``svd_lowrank``; the factorised layers are ordinary
 ``nn.Linear`` / ``nn.Conv2d`` pairs that any runtime executes; LoRA via ``peft`` and diffusers'

@@ -1,5 +1,7 @@
 """The measured models of the low-rank benchmark: the dense zoo DiT, its factorisations at each
-(method, budget), the fewer-steps control, the full-rank check and the LoRA contrast."""
+(method, budget), the fewer-steps control at the headline's sampling FLOPs, the full-rank check
+and the LoRA contrast. Quality over paired noise seeds; latency of whole DDIM samplings and of
+the factorised layers alone."""
 
 from __future__ import annotations
 
@@ -21,15 +23,29 @@ LORA_LAYER = "transformer_blocks.0.ff.net.0.proj"
 
 
 def sampler(n: int, steps: int, seed: int) -> Callable[[nn.Module], torch.Tensor]:
-    """``run(model)``: ``n`` class-conditional DDIM samples from fixed noise."""
+    """``run(model)``: ``n`` class-conditional DDIM samples from fixed noise (calibration)."""
+
+    def run(model: nn.Module) -> torch.Tensor:
+        return seeded_sampler(model, n, steps)(seed)
+
+    return run
+
+
+def seeded_sampler(model: nn.Module, n: int, steps: int) -> Callable[[int], torch.Tensor]:
+    """``run(seed)``: ``n`` class-conditional DDIM samples of ``model`` in ``steps`` steps from
+    ``make_noise(n, seed)`` (the same noise and labels for every model: paired seeds)."""
     from reference import zoo
     from reference.harness import class_labels, make_noise, model_eps_fn, sample
 
-    noise, labels = make_noise(n, seed), class_labels(n)
+    labels = class_labels(n)
 
-    def run(model: nn.Module) -> torch.Tensor:
+    def run(seed: int) -> torch.Tensor:
         return sample(
-            model_eps_fn(model), zoo.teacher_scheduler(), noise, steps=steps, labels=labels
+            model_eps_fn(model),
+            zoo.teacher_scheduler(),
+            make_noise(n, seed),
+            steps=steps,
+            labels=labels,
         )
 
     return run
@@ -86,6 +102,7 @@ class Variant:
     config: dict[str, Any]
     role: str
     model: nn.Module
+    steps: int
     kept: float = 1.0
     ranks: dict[str, int] = field(default_factory=dict)
     values: dict[str, float | None] = field(default_factory=dict)
@@ -97,7 +114,9 @@ def build_variants(
     dit: nn.Module, names: list[str], moments: dict[str, torch.Tensor], cfg: Any
 ) -> list[Variant]:
     """The dense DiT and one factorised copy per (method, budget) of ``cfg``."""
-    out = [Variant("dense", {"method": "dit-dense", "steps": cfg.steps}, "baseline", dit)]
+    out = [
+        Variant("dense", {"method": "dit-dense", "steps": cfg.steps}, "baseline", dit, cfg.steps)
+    ]
     for method in cfg.methods:
         for budget in cfg.budgets:
             lr = LowRankConfig(tuple(names), budget=budget, method=method)
@@ -109,6 +128,7 @@ def build_variants(
                     config,
                     "technique",
                     model,
+                    cfg.steps,
                     plan.params_kept(dit),
                     dict(plan.ranks),
                 )
@@ -116,68 +136,107 @@ def build_variants(
     return out
 
 
-def measure(variants: list[Variant], names: list[str], cfg: Any) -> tuple[Any, Any]:
-    """Fill cost, deviation, quality and latency of every variant; returns the two
-    ``LatencyComparison`` (whole model, factorised layers only)."""
-    from tqdm.auto import tqdm
+def control_steps(steps: int, flops_ratio: float) -> int:
+    """DDIM steps of the dense DiT that cost the FLOPs of ``steps`` steps of a model with
+    ``flops_ratio`` of its FLOPs per forward::
 
-    from reference.harness import (
-        compare_latency,
-        count_flops,
-        count_parameters,
-        frechet_digits_distance,
-        trajectory_deviation,
+        k = max(1, round(steps · F_low-rank / F_dense))                            (1)
+    """
+    return max(1, round(steps * flops_ratio))  # (1)
+
+
+def add_control(variants: list[Variant], head: Variant) -> Variant:
+    """Append the matched-cost control: the dense DiT with (1) DDIM steps, so that it spends
+    ``head``'s sampling FLOPs the plain way (fewer steps of the dense model)."""
+    dense = variants[0]
+    k = control_steps(head.steps, float(head.values["gflops"]) / float(dense.values["gflops"]))
+    control = Variant(
+        "control", {"method": "dit-fewer-steps", "steps": k}, "control", dense.model, k
     )
+    control.values.update(gflops=dense.values["gflops"], params_m=dense.values["params_m"], nfe=k)
+    variants.append(control)
+    return control
+
+
+def fill_costs(variants: list[Variant], cfg: Any) -> None:
+    """FLOPs and parameters of one forward, the kept share of multiply-adds, NFE and the
+    relative error of the predicted noise on noised test digits (one fixed batch)."""
+    from reference.harness import count_flops, count_parameters
+
+    dev_batch = eval_batch(min(cfg.n_eval, 256), seed=7)
+    ref_eps = forward(variants[0].model, dev_batch)()
+    one = tuple(t[:1] for t in dev_batch)
+    for v in variants:
+        v.values["gflops"] = count_flops(forward(v.model, one)) / 1e9
+        v.values["params_m"] = count_parameters(v.model) / 1e6
+        v.values["kept"] = v.kept
+        v.values["nfe"] = v.steps
+        v.values["eps_rel_error"] = relative_error(forward(v.model, dev_batch)(), ref_eps)
+
+
+QUALITY = ("fd_digits", "kid_digits", "accuracy")
+
+
+def measure_quality(variants: list[Variant], cfg: Any) -> Any:
+    """FDD, KID, accuracy and MSE against the dense DiT's samples of the same seed, for every
+    variant over ``cfg.seeds`` (paired); the means also go into ``values`` (for the figures).
+    Returns the ``SeedTable``."""
+    from reference.harness import class_labels, over_seeds, quality_report, trajectory_deviation
+
+    labels = class_labels(cfg.n_eval)
+
+    def report(key: str, x: torch.Tensor, same: Any) -> dict[str, float]:
+        q = quality_report(x, labels)
+        mse = trajectory_deviation(x, same["dense"])["mse"]
+        return {**{m: q[m] for m in QUALITY}, "mse_vs_baseline": mse}
+
+    samplers = {v.key: seeded_sampler(v.model, cfg.n_eval, v.steps) for v in variants}
+    table = over_seeds(samplers, report, cfg.seeds, desc="low-rank: quality seeds")
+    for v in variants:
+        v.values.update(table.row_fields(v.key)[0])
+    return table
+
+
+def _timed(lat: Any, variants: Sequence[Variant], prefix: str) -> None:
+    ms = "layers_ms" if prefix else "latency_ms"
+    for i, v in enumerate(variants):
+        v.values[ms] = lat.median_ms(v.key)
+        v.spread[ms] = lat.iqr_ms(v.key)
+        v.values[prefix + "speedup"] = lat.speedup[v.key]
+        if i:
+            v.intervals[prefix + "speedup"] = lat.speedup_interval(v.key)
+
+
+def _sampling(v: Variant, batch: int) -> Callable[[], torch.Tensor]:
+    """One whole DDIM sampling of ``batch`` digits by ``v`` (the timed unit; seed 99 is no
+    quality seed)."""
+    run = seeded_sampler(v.model, batch, v.steps)
+    return lambda: run(99)
+
+
+def measure_latency(variants: list[Variant], names: list[str], cfg: Any) -> tuple[Any, Any]:
+    """Two interleaved comparisons: one whole DDIM sampling of ``cfg.latency_batch`` digits per
+    variant (the control included), and the factorised layers alone on inputs recorded from a
+    dense forward (the control has the dense layers and is left out)."""
+    from reference.harness import compare_latency
 
     dense = variants[0].model
     lat_batch = eval_batch(cfg.latency_batch, seed=11)
     layer_inputs = record_inputs(dense, names, lambda m: forward(m, lat_batch)())
-    dev_batch = eval_batch(min(cfg.n_eval, 256), seed=7)
-    ref_eps = forward(dense, dev_batch)()
-    one = tuple(t[:1] for t in dev_batch)
-    run = sampler(cfg.n_eval, cfg.steps, seed=0)
-    ref_samples = None
-    for v in tqdm(variants, desc="low-rank: samples", leave=False):
-        v.values["gflops"] = count_flops(forward(v.model, one)) / 1e9
-        v.values["params_m"] = count_parameters(v.model) / 1e6
-        v.values["kept"] = v.kept
-        v.values["nfe"] = cfg.steps
-        v.values["eps_rel_error"] = relative_error(forward(v.model, dev_batch)(), ref_eps)
-        samples = run(v.model)
-        ref_samples = samples if ref_samples is None else ref_samples
-        v.values["fd_digits"] = frechet_digits_distance(samples)
-        v.values["mse_vs_baseline"] = trajectory_deviation(samples, ref_samples)["mse"]
-    timed = {"": {v.key: forward(v.model, lat_batch) for v in variants}}
-    timed["layers_"] = {v.key: _layers_call(v.model, layer_inputs, names) for v in variants}
-    comparisons = []
-    for prefix, funcs in timed.items():
-        lat = compare_latency(funcs, repeats=cfg.repeats, warmup=cfg.warmup)
-        comparisons.append(lat)
-        ms = "latency_ms" if not prefix else "layers_ms"
-        for i, v in enumerate(variants):
-            v.values[ms] = lat.median_ms(v.key)
-            v.spread[ms] = lat.iqr_ms(v.key)
-            v.values[prefix + "speedup"] = lat.speedup[v.key]
-            if i:
-                v.intervals[prefix + "speedup"] = lat.speedup_interval(v.key)
-    return comparisons[0], comparisons[1]
-
-
-def run_control(dense: nn.Module, steps: int, cfg: Any, baseline: Variant) -> Variant:
-    """The dense DiT with fewer DDIM steps: about the technique's sampling time, spent the plain
-    way (its per-forward cost is the baseline's)."""
-    from reference.harness import frechet_digits_distance
-
-    samples = sampler(cfg.n_eval, steps, seed=0)(dense)
-    values = {
-        "fd_digits": frechet_digits_distance(samples),
-        "nfe": steps,
-        "gflops": baseline.values["gflops"],
-        "params_m": baseline.values["params_m"],
-    }
-    return Variant(
-        "control", {"method": "dit-fewer-steps", "steps": steps}, "control", dense, values=values
+    whole = compare_latency(
+        {v.key: _sampling(v, cfg.latency_batch) for v in variants},
+        repeats=cfg.repeats,
+        warmup=cfg.warmup,
     )
+    _timed(whole, variants, "")
+    models = [v for v in variants if v.role != "control"]
+    layers = compare_latency(
+        {v.key: _layers_call(v.model, layer_inputs, names) for v in models},
+        repeats=cfg.repeats,
+        warmup=cfg.warmup,
+    )
+    _timed(layers, models, "layers_")
+    return whole, layers
 
 
 def full_rank_error(dit: nn.Module, names: list[str], moments: dict[str, torch.Tensor]) -> float:
