@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -167,3 +168,50 @@ def test_bad_options_fail_with_one_line_naming_the_option(change: dict, message:
     with pytest.raises(ValueError, match=message) as exc:
         cfg.validate()
     assert "\n" not in str(exc.value)
+
+
+def test_full_run_measures_paired_seeds_at_the_shared_sample_size() -> None:
+    from reference.harness.seeds import N_QUALITY, SEEDS
+
+    assert FULL.n == N_QUALITY and FULL.seeds == SEEDS
+    assert FULL.repeats >= 15 and FULL.warmup >= 1
+    with pytest.raises(ValueError, match="--seeds"):
+        dataclasses.replace(FULL, seeds=(3,)).validate()
+
+
+@pytest.mark.slow
+def test_quick_benchmark_judges_students_against_the_teacher_at_the_same_steps(
+    quick_result,
+) -> None:
+    result = quick_result("timestep-distillation")
+    rows = {r["id"]: r for r in result["rows"]}
+    assert {r["role"] for r in rows.values()} == {"baseline", "technique", "control", "reference"}
+    assert rows["real"]["config"]["n"] == result["settings"]["n"]
+    seeds = result["settings"]["seeds"]
+    for key in ("teacher64", "student4", "teacher4", "diffusers"):
+        assert len(rows[key]["seeds"]["fd_digits"]) == len(seeds)
+        timed = {"speedup"} if key != "teacher64" else set()
+        assert {"fd_digits", "kid_digits", *timed} <= set(rows[key]["intervals"])
+    # aims: the student against the teacher at the same steps and at 64 steps; no speed aim
+    aims = {a["id"]: a for a in result["aims"]}
+    assert set(aims) == {"beats-control", "quality"}
+    assert aims["beats-control"]["comparison"] == "<" and aims["beats-control"]["target"] == 1.0
+    for a in aims.values():
+        assert a["interval"] is not None and a["interval"][0] <= a["measured"] <= a["interval"][1]
+    student, teacher = (rows[k]["seeds"]["fd_digits"] for k in ("student4", "teacher4"))
+    logs = [math.log(a / b) for a, b in zip(student, teacher, strict=True)]
+    geo = math.exp(sum(logs) / len(logs))  # the geometric mean of the per-seed ratios
+    assert aims["beats-control"]["measured"] == pytest.approx(geo, rel=1e-9)
+    # the limit is the counted NFE ratio, an estimate; the speed facts are a note
+    head = result["headline"]
+    assert head["row"] == "student4" and head["limit_kind"] == "estimate"
+    assert (
+        head["speedup_limit"]
+        == rows["teacher64"]["values"]["nfe"] / rows["student4"]["values"]["nfe"]
+    )
+    assert head["quality_interval"] is not None
+    notes = {n["id"]: n["params"] for n in result["notes"]}
+    assert {"quality-protocol", "latency-protocol", "same-architecture"} <= set(notes)
+    assert "fdd-at-n" not in notes
+    same = notes["same-architecture"]
+    assert same["same_lo"] <= same["same_hi"] and same["nfe_ratio"] == head["speedup_limit"]

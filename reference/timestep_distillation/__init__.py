@@ -9,7 +9,10 @@ its teacher do. The student starts as a copy of the teacher, so it only has to l
 correction from "one small step" to "one double step". Once trained it becomes the teacher of
 the next round: ``64 -> 32 -> 16 -> 8 -> 4 -> 2`` steps here, each round a few hundred optimizer
 steps on a CPU. The architecture never changes; only the number of network calls per sample
-falls, so the speedup is the step ratio (16x from 64 to 4 steps).
+falls (16x fewer from 64 to 4 steps). That step ratio estimates the speedup but does not bound
+it: per-step costs outside the network (the scheduler, fixed overheads) differ between samplers.
+At equal steps the student costs exactly what the teacher costs, so the claim to test is quality:
+the student against the teacher's own sampler at the same steps, and against the teacher at many.
 
 The target (paper, Algorithm 2)
 -------------------------------

@@ -3,118 +3,161 @@
 Progressive distillation (:mod:`reference.timestep_distillation`) and latent consistency
 distillation (:mod:`reference.consistency_latent_diffusion`) are measured the same way: a teacher
 sampler with many steps (baseline), the distilled model at a few steps (technique), the teacher's
-own sampler at the same few steps (control), all from the same noise and labels. This module holds
-what their ``bench.py`` files share: the size checks, sampling every run once with its NFE
-counted, the rows, the sample grid and the demo table.
+own sampler at the same few steps (control: the same network calls, so the same cost), all from
+the same noise and labels on every seed. This module holds what their ``bench.py`` files share:
+the size checks, sampling every run on every paired seed with its NFE counted, the rows, the
+headline, the sample grid and the demo table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from reference.harness.cli import Option
+from reference.harness.cli import Option, at_least, check_seeds, int_tuple
 from reference.harness.sampling import EpsFn, NFECounter
+from reference.harness.seeds import N_QUALITY, SEEDS, SeedTable
 
 Runs = dict[str, Callable[[], torch.Tensor]]
-MakeRuns = Callable[[torch.Tensor, torch.Tensor, Callable[[str, EpsFn], EpsFn]], Runs]
-"""``(noise, labels, wrap) -> {key: () -> samples}``; ``wrap(key, eps_fn)`` may count NFE."""
+MakeRuns = Callable[[torch.Tensor, torch.Tensor, int, Callable[[str, EpsFn], EpsFn]], Runs]
+"""``(noise, labels, seed, wrap) -> {key: () -> samples}``; ``seed`` seeds stochastic samplers
+(the consistency model's re-noising), ``wrap(key, eps_fn)`` may count NFE."""
+QUALITY_METRICS = ("fd_digits", "kid_digits", "accuracy")
+"""What every few-step row reports per seed (FDD, KID, class accuracy)."""
 
 
 @dataclass(frozen=True)
 class Sizes:
     """The sizes every few-step benchmark has; a technique's ``Config`` extends them."""
 
-    n: int = 300
+    n: int = N_QUALITY
+    seeds: tuple[int, ...] = SEEDS
     latency_batch: int = 32
     repeats: int = 15
     warmup: int = 1
-    seed: int = 0
 
     def validate(self) -> None:
-        if self.n < 10:
-            raise ValueError(f"--n must be >= 10, got {self.n}")
-        if self.latency_batch < 1:
-            raise ValueError(f"--latency-batch must be >= 1, got {self.latency_batch}")
-        if self.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
-        if self.warmup < 0:
-            raise ValueError(f"--warmup must be >= 0, got {self.warmup}")
+        at_least(self, n=10, latency_batch=1, repeats=1, warmup=0)
+        check_seeds(self.seeds)
 
 
-SIZE_OPTIONS = (Option("n"), Option("latency_batch"), Option("repeats"), Option("seed"))
+SIZE_OPTIONS = (
+    Option("n"),
+    Option("seeds", int_tuple, "S,S,..."),
+    Option("latency_batch"),
+    Option("repeats"),
+)
 """The command-line options of :class:`Sizes`."""
 
 
 @dataclass
 class Sampled:
-    """Every run sampled once from the same noise: images, FDD, class accuracy and NFE."""
+    """Every run on every paired seed: the per-seed quality table, the NFE of each run and the
+    samples of the first seed (for the figures)."""
 
-    images: dict[str, torch.Tensor]
-    fdd: dict[str, float]
-    accuracy: dict[str, float]
+    table: SeedTable
     nfe: dict[str, int]
+    images: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
-def sample_all(
+def sample_seeds(
     make_runs: MakeRuns,
     n: int,
-    seed: int,
+    seeds: tuple[int, ...],
     shape: tuple[int, ...],
     decode: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> Sampled:
-    """Sample each run of ``make_runs`` on ``n`` balanced labels, count its calls, score it."""
-    from reference.harness import (
-        class_accuracy,
-        class_labels,
-        count_nfe,
-        frechet_digits_distance,
-        make_noise,
-    )
+    """Sample each run of ``make_runs`` from ``make_noise(n, seed)`` and ``n`` balanced labels on
+    every seed (paired), count its calls and score it (FDD, KID, accuracy)."""
+    from reference.harness import class_labels, count_nfe, make_noise, over_seeds, quality_report
 
-    noise, labels = make_noise(n, seed, shape), class_labels(n)
-    counters: dict[str, NFECounter] = {}
-    runs = make_runs(noise, labels, lambda k, f: counters.setdefault(k, count_nfe(f)))
-    images = {k: (decode(fn()) if decode else fn()) for k, fn in runs.items()}
-    return Sampled(
-        images,
-        {k: frechet_digits_distance(x) for k, x in images.items()},
-        {k: class_accuracy(x, labels) for k, x in images.items()},
-        {k: counters[k].nfe for k in images},
-    )
+    labels = class_labels(n)
+    nfe: dict[str, int] = {}
+    images: dict[str, torch.Tensor] = {}
+
+    def sampler(key: str) -> Callable[[int], torch.Tensor]:
+        def run(seed: int) -> torch.Tensor:
+            counters: dict[str, NFECounter] = {}
+            runs = make_runs(
+                make_noise(n, seed, shape),
+                labels,
+                seed,
+                lambda k, f: counters.setdefault(k, count_nfe(f)),
+            )
+            x = runs[key]()
+            x = decode(x) if decode else x
+            nfe[key] = counters[key].nfe
+            if seed == seeds[0]:
+                images[key] = x
+            return x
+
+        return run
+
+    keys = list(make_runs(make_noise(1, 0, shape), class_labels(1), 0, lambda k, f: f))
+
+    def measure(key: str, x: torch.Tensor, same: Mapping[str, Any]) -> dict[str, float]:
+        report = quality_report(x, labels)
+        return {m: report[m] for m in QUALITY_METRICS}
+
+    table = over_seeds({k: sampler(k) for k in keys}, measure, seeds)
+    return Sampled(table, nfe, images)
 
 
-def timed_runs(make_runs: MakeRuns, batch: int, seed: int, shape: tuple[int, ...]) -> Runs:
-    """The same runs on a latency batch (its own noise, ``seed + 1``), without NFE counters."""
+def timed_runs(
+    make_runs: MakeRuns, batch: int, seeds: tuple[int, ...], shape: tuple[int, ...]
+) -> Runs:
+    """The same runs on a latency batch (its own noise, seed ``max(seeds) + 1``), uncounted."""
     from reference.harness import class_labels, make_noise
 
-    return make_runs(make_noise(batch, seed + 1, shape), class_labels(batch), lambda k, f: f)
+    seed = max(seeds) + 1
+    return make_runs(make_noise(batch, seed, shape), class_labels(batch), seed, lambda k, f: f)
 
 
-def values(key: str, s: Sampled, lat: Any, **extra: float) -> dict[str, float | None]:
-    """A row's values: latency, speedup, FDD, accuracy and NFE of run ``key``, + ``extra``."""
-    return {
+def row(
+    key: str,
+    config: dict[str, object],
+    role: str,
+    s: Sampled,
+    lat: Any,
+    values: Mapping[str, float] | None = None,
+    spread: Mapping[str, float] | None = None,
+) -> Any:
+    """A timed row: the per-seed quality of run ``key`` (means, 95% intervals, seeds), its
+    latency, speedup over the latency baseline (with its bootstrap interval) and NFE."""
+    from reference.harness.results import Row
+
+    mean, intervals, per_seed = s.table.row_fields(key)
+    mean |= {
         "latency_ms": lat.median_ms(key),
         "speedup": lat.speedup[key],
-        "fd_digits": s.fdd[key],
-        "accuracy": s.accuracy[key],
         "nfe": float(s.nfe[key]),
-        **extra,
+        **(values or {}),
     }
+    if key != lat.baseline:
+        intervals["speedup"] = lat.speedup_interval(key)
+    iqr = {"latency_ms": lat.iqr_ms(key), **(spread or {})}
+    return Row(key, config, role, mean, intervals=intervals, spread=iqr, seeds=per_seed)  # type: ignore[arg-type]
 
 
-def headline(row: str, lat: Any, limit: float, quality_ratio: float) -> Any:
+def headline(row: str, lat: Any, limit: float, s: Sampled, baseline: str) -> Any:
     """The headline of a few-step row: its speedup with the bootstrap interval over timing
-    rounds, its limit (an *estimate*: both techniques derive it from counts or medians whose
-    per-step overheads differ) and its FDD ratio to the baseline."""
+    rounds, its limit (an *estimate*, computed from the work counted: network calls and, for the
+    latent technique, the decoder's FLOPs; per-step overheads differ, so it is no bound) and its
+    paired FDD ratio to the baseline with the interval over seeds."""
     from reference.harness.results import speedup_headline
 
+    ratio = s.table.ratio(row, baseline, "fd_digits")
     return speedup_headline(
-        row, lat, limit=limit, limit_kind="estimate", quality_ratio=quality_ratio
+        row,
+        lat,
+        limit=limit,
+        limit_kind="estimate",
+        quality_ratio=ratio.value,
+        quality_interval=ratio.interval,
     )
 
 
@@ -135,18 +178,24 @@ def run_demo(
     path: Path,
     decode: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> None:
-    """Sample, time the runs named in ``titles`` (``cfg``: n, seed, repeats, warmup), print a
-    table of latency, FDD and accuracy with the FDD floor at ``n``, and save the samples."""
-    from reference.harness import compare_latency, fdd_floor
+    """Sample on ``cfg.seeds``, time the runs named in ``titles`` (``cfg``: n, seeds, repeats,
+    warmup), print latency, mean FDD, KID and accuracy beside real digits at ``n``, and save the
+    samples of the first seed."""
+    from reference.harness import compare_latency, real_reference
 
-    s = sample_all(make_runs, cfg.n, cfg.seed, shape, decode)
+    s = sample_seeds(make_runs, cfg.n, cfg.seeds, shape, decode)
     with torch.inference_mode():
         lat = compare_latency({k: timed[k] for k in titles}, repeats=cfg.repeats, warmup=cfg.warmup)
     width = max(map(len, titles.values())) + 2
-    print(f"{'sampler':{width}} {'ms':>8} {'FDD':>7} {'acc':>6}")
+    print(f"{'sampler':{width}} {'ms':>8} {'FDD':>7} {'KID':>7} {'acc':>6}")
     for key, title in titles.items():
-        print(f"{title:{width}} {lat.median_ms(key):8.1f} {s.fdd[key]:7.2f} {s.accuracy[key]:6.2f}")
-    print(f"(FDD of {cfg.n} real training digits: {fdd_floor(cfg.n):.2f})")
+        fd, kid, acc = (s.table.summary(key, m).value for m in QUALITY_METRICS)
+        print(f"{title:{width}} {lat.median_ms(key):8.1f} {fd:7.2f} {kid:7.3f} {acc:6.2f}")
+    ref = real_reference(cfg.n)
+    print(
+        f"(means over seeds {list(cfg.seeds)}; class-balanced real digits at n = {cfg.n}: "
+        f"FDD {ref.fd_mean:.2f}, KID {ref.kid_mean:.3f})"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     grid = save_samples(s.images, list(titles), path)
     print(f"samples (rows: {', '.join(titles.values())}): {grid}")
