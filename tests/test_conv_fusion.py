@@ -1,6 +1,7 @@
 """reference.conv_fusion: the BN fold against torch's own fusion APIs, the fx rewrite's
 invariants, the GroupNorm counter-example, Q/K/V fusion in a diffusers U-Net, apply_conv_fusion
-and the benchmark configuration's checks."""
+the benchmark configuration's checks, and the quick benchmark's exactness check and estimated
+limit."""
 
 from __future__ import annotations
 
@@ -222,3 +223,23 @@ def test_bench_config_rejects_bad_options_with_one_line() -> None:
         assert "\n" not in str(info.value)
     FULL.validate()
     assert flag("no") is False and flag("YES") is True
+    assert FULL.repeats >= 15 and FULL.warmup >= 1
+
+
+@pytest.mark.slow
+def test_quick_benchmark_checks_exactness_and_labels_its_limit_an_estimate(quick_result) -> None:
+    result = quick_result("conv-fusion")
+    rows = {r["id"]: r for r in result["rows"]}
+    # fusion is exact: quality is the max-abs difference, no sampling metric, no seeds
+    assert "fd_digits" not in result["metrics"]
+    for row in rows.values():
+        assert "seeds" not in row
+        if row["role"] == "technique" and row["values"].get("max_abs_diff") is not None:
+            assert row["values"]["max_abs_diff"] <= cf.TOLERANCE
+            assert "speedup" in row["intervals"]
+    # the limit comes from isolated timings of the removed work: an estimate, never a bound
+    head = result["headline"]
+    assert head["limit_kind"] == "estimate" and result["anomalies"] == []
+    assert head["speedup_limit"] == rows[head["row"]]["values"]["speedup_limit"]
+    speed = {a["id"]: a for a in result["aims"]}["speedup"]
+    assert speed["interval"] == head["speedup_interval"]

@@ -97,12 +97,14 @@ def _compile_notes(compiled: list[CompiledRun], cfg: Config) -> list:
         return [note("compile-skipped")]
     if any(c.status != "ok" for c in compiled):
         return [note("compile-failed")]
-    by = {c.network: c.stats for c in compiled}
-    params = {"batch": cfg.headline_batch}
+    by = {c.network: c.lat for c in compiled}
+    params: dict[str, float] = {"batch": cfg.headline_batch}
     for net, short in (("classifier", "c"), ("denoiser", "d")):
-        s = by[net]
-        params[f"{short}_gain"] = s["compile"][0] / s["compile_fused"][0]
-        params[f"{short}_freezing"] = s["compile"][0] / s["compile_freezing"][0]
+        lat = by[net]
+        for key, name in (("gain", "compile_fused"), ("freezing", "compile_freezing")):
+            lo, hi = lat.speedup_interval(name, against="compile")
+            params[f"{short}_{key}"] = lat.speedup_over(name, "compile")
+            params[f"{short}_{key}_lo"], params[f"{short}_{key}_hi"] = lo, hi
     return [note("compiled-gain", **params)]
 
 

@@ -88,6 +88,9 @@ class NetworkRun:
 
     @property
     def limit(self) -> float:
+        """Estimated limit ``T / (T - T_removed)`` from isolated timings of the removed work:
+        an estimate, not a bound (inside the network the removed passes also cost cache misses
+        of the next convolution, so a measured speedup can exceed it)."""
         return self.eager_ms / max(self.eager_ms - self.removed_ms, 1e-9)
 
 

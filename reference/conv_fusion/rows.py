@@ -118,7 +118,7 @@ def figure(sweep: list[NetworkRun], cfg: Any, path: Path) -> None:
     for net in NETWORKS:
         runs = [r for r in sweep if r.network == net]
         series[f"{label[net]}: measured"] = [r.speedup for r in runs]
-        series[f"{label[net]}: limit T/(T-T_removed)"] = [r.limit for r in runs]
+        series[f"{label[net]}: estimate T/(T-T_removed)"] = [r.limit for r in runs]
     curve_plot(
         list(cfg.batches),
         series,
