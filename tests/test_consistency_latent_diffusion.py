@@ -149,3 +149,46 @@ def test_bad_options_fail_with_one_line_naming_the_option(change: dict, message:
     with pytest.raises(ValueError, match=message) as exc:
         cfg.validate()
     assert "\n" not in str(exc.value)
+
+
+def test_full_run_measures_paired_seeds_at_the_shared_sample_size() -> None:
+    from reference.harness.seeds import N_QUALITY, SEEDS
+
+    assert FULL.n == N_QUALITY and FULL.seeds == SEEDS
+    assert FULL.repeats >= 15 and FULL.warmup >= 1
+
+
+def test_the_stochastic_sampler_is_paired_by_the_quality_seed() -> None:
+    """The consistency row's re-noising follows the seed it is sampled on (pairing)."""
+    from reference.consistency_latent_diffusion.bench import make_runs
+
+    runs = make_runs(dataclasses.replace(FULL, cm_steps=(2,), control_steps=(2,)), toy_eps, toy_eps)
+    noise, labels = make_noise(3, 0, (4, 4, 4)), torch.tensor([1, 2, 3])
+    same = [runs(noise, labels, seed, lambda k, f: f)["cm2"]() for seed in (5, 5, 6)]
+    torch.testing.assert_close(same[0], same[1])
+    assert not torch.allclose(same[0], same[2])
+
+
+@pytest.mark.slow
+def test_quick_benchmark_judges_the_model_at_the_same_steps_with_a_counted_limit(
+    quick_result,
+) -> None:
+    result = quick_result("consistency-latent-diffusion")
+    rows = {r["id"]: r for r in result["rows"]}
+    assert {r["role"] for r in rows.values()} == {"baseline", "technique", "control", "reference"}
+    assert rows["real"]["config"]["n"] == result["settings"]["n"]
+    for key in ("ddim50", "cm2", "dpm2"):
+        assert len(rows[key]["seeds"]["fd_digits"]) == len(result["settings"]["seeds"])
+        assert {"fd_digits", "kid_digits"} <= set(rows[key]["intervals"])
+    aims = {a["id"]: a for a in result["aims"]}
+    assert set(aims) == {"beats-control", "quality"}
+    assert aims["beats-control"]["target"] == 1.0 and aims["beats-control"]["comparison"] == "<"
+    assert all(a["interval"] is not None for a in aims.values())
+    head = result["headline"]
+    # the limit is the counted NFE ratio, not a figure from the run's medians
+    nfe = rows["ddim50"]["values"]["nfe"] / rows["cm2"]["values"]["nfe"]
+    assert head["limit_kind"] == "estimate" and head["speedup_limit"] == nfe == 25.0
+    assert head["quality_interval"] is not None
+    notes = {n["id"]: n["params"] for n in result["notes"]}
+    assert {"quality-protocol", "limits", "decoder-cost", "denoise-speedup"} <= set(notes)
+    assert notes["decoder-cost"]["decode_mflops"] > 0 and notes["decoder-cost"]["unet_mflops"] > 0

@@ -58,8 +58,13 @@ Pitfalls
   default configuration clips ``x_0`` to [-1, 1], right only in pixel space).
 * More steps are not always better: each step re-injects fresh noise, so quality saturates
   after 2-4 steps instead of converging to the teacher.
-* End-to-end speedup is capped by the decoder: with U-Net call cost ``u`` and decode cost ``d``,
-  ``(50u + d) / (2u + d)`` instead of 25x.
+* The decoder caps the end-to-end speedup: with U-Net call cost ``u`` and decode cost ``d``,
+  ``(50u + d) / (2u + d)`` instead of the 25x fewer network calls. Neither figure bounds a
+  measured speedup (the samplers' per-step overheads differ), and FLOPs do not give ``d / u``
+  on a tiny, overhead-bound network: the benchmark states the decoder's FLOPs and its time apart.
+* At equal steps the consistency model costs what the teacher's sampler costs (same U-Net), so
+  the claim to test is quality at the same steps (against the teacher's DPM-Solver++ on the
+  same timesteps) and against the teacher's many-step DDIM.
 * Guidance: LCM distils the classifier-free-guided teacher and conditions the student on the
   guidance scale ``w``; here the conditional teacher is distilled without guidance (``w = 1``).
 

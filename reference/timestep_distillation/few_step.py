@@ -145,9 +145,9 @@ def row(
 
 def headline(row: str, lat: Any, limit: float, s: Sampled, baseline: str) -> Any:
     """The headline of a few-step row: its speedup with the bootstrap interval over timing
-    rounds, its limit (an *estimate*, computed from the work counted: network calls and, for the
-    latent technique, the decoder's FLOPs; per-step overheads differ, so it is no bound) and its
-    paired FDD ratio to the baseline with the interval over seeds."""
+    rounds, its limit (an *estimate* computed from the work counted, the ratio of network calls;
+    per-step overheads differ between samplers, so it is no bound) and its paired FDD ratio to
+    the baseline with the interval over seeds."""
     from reference.harness.results import speedup_headline
 
     ratio = s.table.ratio(row, baseline, "fd_digits")
