@@ -1,5 +1,6 @@
 """reference.scheduler_tradeoff: our DDIM and DPM-Solver++(2M) against diffusers step for step,
-against the exact probability-flow ODE of Gaussian data, NFE accounting, the options' errors."""
+against the exact probability-flow ODE of Gaussian data, NFE accounting, the shared solver
+settings, the options' errors, and what the quick benchmark reports."""
 
 from __future__ import annotations
 
@@ -122,9 +123,11 @@ def test_minimal_scheduler_rejects_a_wrong_timestep() -> None:
         ({"nfe_grid": (0, 10, 50)}, "--nfe-grid must be in [1, 1000], got 0"),
         ({"nfe_grid": (1, 2, 50)}, "--headline-nfe 10 is not one of --nfe-grid"),
         ({"headline_nfe": 50}, "--headline-nfe must be >= 1 and below --baseline-nfe 50"),
-        ({"samples": 1}, "--samples must be >= 2 (for the FDD), got 1"),
-        ({"ref_samples": 200}, "--ref-samples must be in [2, --samples 128], got 200"),
-        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
+        ({"samples": 10}, "--samples must be >= 20 (two per class), got 10"),
+        ({"ref_samples": 300}, "--ref-samples must be in [20, --samples 256], got 300"),
+        ({"seeds": (0,)}, "--seeds needs at least 2 distinct non-negative seeds"),
+        ({"ref_seeds": 6}, "--ref-seeds must be in [2, 5 seeds], got 6"),
+        ({"repeats": 1}, "--repeats must be >= 2, got 1"),
     ],
 )
 def test_bad_options_give_one_clear_error(change: dict, message: str) -> None:
@@ -145,3 +148,59 @@ def test_command_line_rejects_a_bad_option_before_any_work(capsys) -> None:
     assert info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith("error: --nfe-grid must be in [1, 1000], got 0") and "\n" not in err
+
+
+@pytest.mark.parametrize("name", list(sch.SCHEDULERS))
+def test_solver_settings_are_what_make_scheduler_builds(name: str) -> None:
+    cls, cfg = sch.solver_settings(name)
+    scheduler = sch.make_scheduler(name)
+    assert type(scheduler).__name__ == cls and cfg["timestep_spacing"] == "trailing"
+    for key, value in cfg.items():
+        assert scheduler.config[key] == value, key
+    _, unclipped = sch.solver_settings(name, clip=False)
+    assert not unclipped.get("clip_sample", False) and not unclipped.get("thresholding", False)
+    if name in ("dpmpp2m", "unipc"):  # x0 thresholding at 1.0 and the last step to sigma = 0
+        assert cfg["thresholding"] and cfg["sample_max_value"] == 1.0
+        assert cfg["final_sigmas_type"] == "zero"
+
+
+def test_runs_are_remembered_by_their_settings() -> None:
+    from reference.scheduler_tradeoff.sweep import Runs
+
+    class Zero(torch.nn.Module):  # a denoiser that predicts eps = 0
+        def forward(self, x, t, class_labels=None, return_dict=False):
+            return (torch.zeros_like(x),)
+
+    runs = Runs(Zero())
+    a = runs.get("ddim", 2, seed=3, n=20)
+    assert runs.get("ddim", 2, seed=3, n=20) is a and a.nfe == 2
+    assert not torch.equal(runs.get("ddim", 2, seed=4, n=20).samples, a.samples)
+    assert runs.get("ddim", 2, seed=3, n=20, clip=False) is not a
+
+
+@pytest.mark.slow
+def test_quick_benchmark_pairs_seeds_and_calls_the_nfe_ratio_an_estimate(quick_result) -> None:
+    result = quick_result("scheduler-tradeoff")
+    cfg = result["settings"]
+    h, b = cfg["headline_nfe"], cfg["baseline_nfe"]
+    rows = {r["id"]: r for r in result["rows"]}
+    assert rows[f"ddim-{b}"]["role"] == "baseline" and rows[f"ddim-{h}"]["role"] == "control"
+    for key in (f"ddim-{b}", f"dpmpp2m-{h}", f"unipc-{h}", f"ddim-{h}", f"ddim-{h}-unclipped"):
+        for metric in ("fd_digits", "kid_digits"):
+            assert len(rows[key]["seeds"][metric]) == len(cfg["seeds"]), (key, metric)
+    for key in (f"dpmpp2m-{h}", f"ddim-{h}", f"euler-{h}"):  # timed, with intervals
+        assert "speedup" in rows[key]["intervals"]
+    assert rows["real"]["role"] == "reference"
+    ref = rows[f"ddpm-{cfg['ref_steps']}"]
+    assert ref["role"] == "reference" and len(ref["seeds"]["fd_digits"]) == cfg["ref_seeds"]
+    head = result["headline"]
+    assert head["limit_kind"] == "estimate" and head["speedup_limit"] == pytest.approx(b / h)
+    assert head["quality_interval"] is not None and result["anomalies"] == []
+    aims = {a["id"]: a for a in result["aims"]}
+    assert set(aims) == {"quality", "quality-vs-control"}
+    assert all(a["interval"] is not None for a in aims.values())
+    notes = {n["id"]: n["params"] for n in result["notes"]}
+    assert notes["ours-vs-diffusers"]["ddim_step"] <= 1e-5
+    assert notes["ours-vs-diffusers"]["dpm_step"] <= 1e-5
+    assert len(notes["nfe-to-match"]["reach"]) == len(cfg["schedulers"])
+    assert "quality-protocol" in notes and "latency-protocol" in notes

@@ -32,9 +32,11 @@ depending on the sampler:
 
 The multistep solvers call the model once per step, so NFE = number of steps for all five.
 
-The benchmark sweeps the five diffusers schedulers over NFE 1-100 on the zoo teacher, plots the
-Fréchet digits distance (FDD) against NFE and against wall time, and carries two minimal
-schedulers written from the papers, :class:`MinimalDDIM` and :class:`MinimalDPMSolverPP2M`,
+The benchmark compares the five diffusers schedulers at a few NFE (DPM-Solver++ and UniPC at 10
+NFE against DDIM at 50, and against DDIM at the same 10 NFE, the matched-cost control) over
+paired noise seeds, sweeps them over NFE 1-50 on one seed for the curves of the Fréchet digits
+distance (FDD) against NFE and against wall time, and carries two minimal schedulers written from
+the papers, :class:`MinimalDDIM` and :class:`MinimalDPMSolverPP2M`,
 tested step for step against ``DDIMScheduler`` and ``DPMSolverMultistepScheduler``.
 
 Settings shared by every scheduler (the comparison is only fair if they agree)
@@ -63,8 +65,11 @@ Pitfalls
   15`` DDIM's target is ``t = 933`` while the next model call is at 932). :class:`MinimalDDIM`
   follows the paper (the next timestep); the step-for-step test uses ``N`` that divide 1000.
 * Multistep schedulers keep history: never reuse one object for two sampling loops.
-* FDD is biased by the number of samples: every point of the sweep uses the same noise and the
-  same N; the DDPM-1000 reference uses fewer samples and is compared at its own N.
+* FDD is biased by the number of samples: every row and every point of the sweep uses the same
+  N; the DDPM-1000 reference uses fewer samples (and seeds) and is compared only with DDIM on the
+  same noises.
+* The NFE ratio is not a bound on the latency ratio: the steps call the same U-Net, but the
+  schedulers' own arithmetic and per-step overhead differ; the benchmark calls it an estimate.
 
 Production: ``diffusers`` ``DDPMScheduler``, ``DDIMScheduler``, ``DPMSolverMultistepScheduler``
 (``algorithm_type="dpmsolver++"``, ``solver_order=2``), ``UniPCMultistepScheduler``,
@@ -73,14 +78,17 @@ Production: ``diffusers`` ``DDPMScheduler``, ``DDIMScheduler``, ``DPMSolverMulti
 
 The package
 -----------
-* :mod:`reference.scheduler_tradeoff.schedulers` - :data:`SCHEDULERS` and
-  :func:`make_scheduler`: the five diffusers classes with the shared settings below.
+* :mod:`reference.scheduler_tradeoff.schedulers` - :data:`SCHEDULERS`, :func:`solver_settings`
+  (class name and configuration, for other benchmarks such as the grid search) and
+  :func:`make_scheduler`: the five diffusers classes with the shared settings above.
 * :mod:`reference.scheduler_tradeoff.solvers` - :class:`MinimalDDIM` (eq. 12) and
   :class:`MinimalDPMSolverPP2M` (Algorithm 2) written from the papers, with diffusers'
   ``set_timesteps``/``step`` protocol, and :func:`max_step_difference`, the step-for-step check.
-* :mod:`reference.scheduler_tradeoff.sweep` - :func:`sweep` (every scheduler at every NFE from
-  the same noise) and the benchmark's measurements; :mod:`reference.scheduler_tradeoff.figures`;
-  :mod:`reference.scheduler_tradeoff.bench` - the benchmark and demo (the technique contract).
+* :mod:`reference.scheduler_tradeoff.sweep` - :class:`Runs` (remembered sampling runs),
+  :func:`paired_rows` (the rows over paired seeds), :func:`sweep` (every scheduler at every NFE
+  from the same noise) and the benchmark's other measurements;
+  :mod:`reference.scheduler_tradeoff.figures`; :mod:`reference.scheduler_tradeoff.bench` - the
+  benchmark and demo (the technique contract).
 
 There is no ``apply_...`` function: a scheduler *is* the public shape (any object with
 ``set_timesteps``, ``timesteps``, ``scale_model_input`` and ``step``), passed to
@@ -89,7 +97,14 @@ There is no ``apply_...`` function: a scheduler *is* the public shape (any objec
 Run ``python -m reference.scheduler_tradeoff`` for a demonstration, ``--bench`` for the benchmark.
 """
 
-from .schedulers import LABELS, SCHEDULERS, TIMESTEP_SPACING, make_scheduler, model_calls_per_step
+from .schedulers import (
+    LABELS,
+    SCHEDULERS,
+    TIMESTEP_SPACING,
+    make_scheduler,
+    model_calls_per_step,
+    solver_settings,
+)
 from .solvers import (
     MINIMAL,
     MinimalDDIM,
@@ -100,7 +115,7 @@ from .solvers import (
     max_step_difference,
     trailing_timesteps,
 )
-from .sweep import Point, Study, measure, nfe_to_match, run_sampler, sweep
+from .sweep import Point, Run, Runs, Study, measure, nfe_to_match, paired_rows, run_sampler, sweep
 
 __all__ = [
     "LABELS",
@@ -111,6 +126,8 @@ __all__ = [
     "MinimalDPMSolverPP2M",
     "MinimalScheduler",
     "Point",
+    "Run",
+    "Runs",
     "StepOutput",
     "Study",
     "make_minimal",
@@ -119,7 +136,9 @@ __all__ = [
     "measure",
     "model_calls_per_step",
     "nfe_to_match",
+    "paired_rows",
     "run_sampler",
+    "solver_settings",
     "sweep",
     "trailing_timesteps",
 ]

@@ -1,11 +1,12 @@
 """Benchmark and demo of :mod:`reference.scheduler_tradeoff` (the technique contract of
 :mod:`reference.harness.cli`).
 
-Rows: DDIM at the baseline NFE (baseline); DPM-Solver++(2M) and UniPC at the headline NFE
-(technique); DDIM, Euler and DDPM at the headline NFE and DDIM without x0 clipping (control);
-our minimal DDIM and DPM-Solver++(2M) with their largest step difference to diffusers
-(technique); DDPM with all 1000 training steps on fewer samples (reference). The whole sweep (every
-scheduler at every NFE) is in the settings and the figure.
+Rows, over paired noise seeds: DDIM at the baseline NFE (baseline); DPM-Solver++(2M) and UniPC at
+the headline NFE (technique); DDIM (the matched-NFE control), Euler and DDPM at the headline NFE
+and DDIM there without x0 clipping (control); our minimal DDIM and DPM-Solver++(2M) with their
+largest difference to diffusers (technique); DDPM with all 1000 training steps on fewer samples
+and seeds (reference); the class-balanced real digits (reference). The sweep (every scheduler at
+every NFE, on the first seed) is in the settings and the figure.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from reference.harness.cli import Option, at_least, int_tuple, name_tuple
+from reference.harness.cli import Option, at_least, check_seeds, int_tuple, name_tuple
 from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
@@ -29,13 +30,14 @@ from reference.harness.results import (
     settings_of,
     speedup_headline,
 )
+from reference.harness.seeds import N_QUALITY, SEEDS
 
 from .figures import plot_tradeoff, save_sample_grid
 from .schedulers import LABELS, SCHEDULERS, TIMESTEP_SPACING, make_scheduler
-from .sweep import Study, measure, nfe_to_match, sweep
+from .sweep import Runs, Study, measure, nfe_to_match, row_specs, sweep
 
 SLUG = "scheduler-tradeoff"
-NFE_GRID: tuple[int, ...] = (1, 2, 4, 8, 10, 15, 20, 25, 50, 100)
+NFE_GRID: tuple[int, ...] = (1, 2, 4, 8, 10, 15, 20, 25, 50)
 ROLES = {"ddim_base": "baseline", "dpmpp2m": "technique", "unipc": "technique"}
 
 
@@ -43,17 +45,18 @@ ROLES = {"ddim_base": "baseline", "dpmpp2m": "technique", "unipc": "technique"}
 class Config:
     """Sizes of a benchmark or demonstration run."""
 
-    samples: int = 128
+    samples: int = N_QUALITY
+    seeds: tuple[int, ...] = SEEDS
     nfe_grid: tuple[int, ...] = NFE_GRID
     schedulers: tuple[str, ...] = tuple(SCHEDULERS)
     headline_nfe: int = 10
     baseline_nfe: int = 50
     ref_samples: int = 64
+    ref_seeds: int = 2
     ref_steps: int = 1000
     latency_batch: int = 32
     repeats: int = 15
     warmup: int = 1
-    seed: int = 0
 
     def validate(self) -> None:
         unknown = [s for s in self.schedulers if s not in SCHEDULERS]
@@ -82,39 +85,45 @@ class Config:
         ):
             if k not in self.nfe_grid:
                 raise ValueError(f"{name} {k} is not one of --nfe-grid {self.nfe_grid}")
-        if self.samples < 2:
-            raise ValueError(f"--samples must be >= 2 (for the FDD), got {self.samples}")
-        if not 2 <= self.ref_samples <= self.samples:
+        if self.samples < 20:
+            raise ValueError(f"--samples must be >= 20 (two per class), got {self.samples}")
+        if not 20 <= self.ref_samples <= self.samples:
             raise ValueError(
-                f"--ref-samples must be in [2, --samples {self.samples}], got {self.ref_samples}"
+                f"--ref-samples must be in [20, --samples {self.samples}], got {self.ref_samples}"
+            )
+        check_seeds(self.seeds)
+        if not 2 <= self.ref_seeds <= len(self.seeds):
+            raise ValueError(
+                f"--ref-seeds must be in [2, {len(self.seeds)} seeds], got {self.ref_seeds}"
             )
         if not 1 <= self.ref_steps <= 1000:
             raise ValueError(f"--ref-steps must be in [1, 1000], got {self.ref_steps}")
-        at_least(self, latency_batch=1, repeats=1)
-        if self.warmup < 0:
-            raise ValueError(f"warm-up rounds must be >= 0, got {self.warmup}")
+        at_least(self, latency_batch=1, repeats=2, warmup=0)
 
 
 FULL = Config()
 QUICK = Config(
-    samples=12,
+    samples=20,
+    seeds=(0, 1),
     nfe_grid=(1, 2, 4),
     headline_nfe=2,
     baseline_nfe=4,
-    ref_samples=6,
+    ref_samples=20,
     ref_steps=10,
     latency_batch=4,
     repeats=2,
     warmup=0,
 )
-DEMO = Config(samples=64, nfe_grid=(1, 2, 5, 10, 20), headline_nfe=5, baseline_nfe=20)
+DEMO = Config(samples=64, seeds=(0, 1), nfe_grid=(1, 2, 5, 10, 20), headline_nfe=5, baseline_nfe=20)
 OPTIONS = (
     Option("samples"),
+    Option("seeds", int_tuple, "S,S,..."),
     Option("nfe_grid", int_tuple, "N,N,..."),
     Option("schedulers", name_tuple, "NAME,NAME,..."),
     Option("headline_nfe"),
     Option("baseline_nfe"),
     Option("ref_samples"),
+    Option("ref_seeds"),
     Option("ref_steps"),
     Option("latency_batch"),
     Option("repeats"),
@@ -122,94 +131,80 @@ OPTIONS = (
 
 
 def _rows(study: Study, cfg: Config) -> list[Row]:
-    lat, h, b = study.lat, cfg.headline_nfe, cfg.baseline_nfe
-    target = 1.1 * study.point("ddim", b).fd_digits
+    """Every row's paired quality; the timed ones with latency and speedup (and its interval)."""
+    from reference.harness import real_reference_row
+
+    lat, q = study.lat, study.table
     rows = []
-    for key, (name, nfe) in study.timed.items():
-        values = {
-            "nfe": float(nfe),
-            "latency_ms": lat.median_ms(key),
-            "speedup": lat.speedup[key],
-            "fd_digits": study.point(name, nfe).fd_digits,
-        }
-        if key != "ddim_base":
-            reach = nfe_to_match(study.points, name, target)
-            values["nfe_to_match"] = None if reach is None else float(reach)
-        rows.append(
-            Row(
-                f"{name}-{nfe}",
-                {"method": name, "nfe": nfe},
-                ROLES.get(key, "control"),  # type: ignore[arg-type]
-                values,
-                intervals={"speedup": lat.speedup_interval(key)},
-                spread={"latency_ms": lat.iqr_ms(key)},
-            )
-        )
-    if "ddpm" in cfg.schedulers:
-        reach = nfe_to_match(study.points, "ddpm", target)
-        values = {"nfe": float(h), "fd_digits": study.point("ddpm", h).fd_digits}
-        values["nfe_to_match"] = None if reach is None else float(reach)
-        rows.append(Row(f"ddpm-{h}", {"method": "ddpm", "nfe": h}, "control", values))
-    rows.append(
-        Row(
-            f"ddim-{h}-unclipped",
-            {"method": "ddim-unclipped", "nfe": h},
-            "control",
-            {"nfe": float(h), "fd_digits": study.ref["ddim_unclipped"]},
-        )
-    )
+    for key, (name, nfe, clip) in row_specs(cfg).items():
+        values, intervals, seeds = q.row_fields(key)
+        values["nfe"] = float(study.nfe[key])
+        spread = {}
+        if key in study.timed:
+            values["latency_ms"], values["speedup"] = lat.median_ms(key), lat.speedup[key]
+            intervals["speedup"], spread["latency_ms"] = lat.speedup_interval(key), lat.iqr_ms(key)
+        method = name if clip else f"{name}-unclipped"
+        row_id = f"{name}-{nfe}" + ("" if clip else "-unclipped")
+        role = ROLES.get(key, "control")
+        config = {"method": method, "nfe": nfe}
+        rows.append(Row(row_id, config, role, values, intervals, spread, seeds))  # type: ignore[arg-type]
     for name, o in study.ours.items():
         rows.append(
             Row(
                 f"minimal-{name}-{o['nfe']}",
                 {"method": f"minimal-{name}", "nfe": o["nfe"]},
                 "technique",
-                {"nfe": float(o["nfe"]), "fd_digits": o["fd_digits"], "max_diff": o["step_diff"]},
+                {"nfe": float(o["nfe"]), "max_diff": o["step_diff"]},
             )
         )
-    rows.append(
-        Row(
-            f"ddpm-{cfg.ref_steps}",
-            {"method": "ddpm-reference", "nfe": cfg.ref_steps, "samples": cfg.ref_samples},
-            "reference",
-            {"nfe": float(cfg.ref_steps), "fd_digits": study.ref["ddpm"]},
-        )
-    )
-    return rows
+    values, intervals, seeds = study.ref.row_fields("ddpm_ref")
+    values["nfe"] = float(cfg.ref_steps)
+    n, k = cfg.ref_samples, cfg.ref_seeds
+    config = {"method": "ddpm-reference", "nfe": cfg.ref_steps, "samples": n, "seeds": k}
+    rows.append(Row(f"ddpm-{cfg.ref_steps}", config, "reference", values, intervals, seeds=seeds))
+    return [*rows, real_reference_row(cfg.samples)]
 
 
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """The scheduler sweep and its controls; figures into ``out``."""
-    from reference.harness import fdd_floor
+def _notes(study: Study, cfg: Config, target: float) -> list:
+    """Setup, protocols, the shared settings, the DDPM reference, the sweep, ours vs diffusers."""
+    from reference.harness import quality_note
 
-    study = measure(cfg)
-    lat, ours, ref = study.lat, study.ours, study.ref
-    h, b = cfg.headline_nfe, cfg.baseline_nfe
-    base, tech = study.point("ddim", b), study.point("dpmpp2m", h)
-    q_ratio = tech.fd_digits / base.fd_digits
-    floor = fdd_floor(cfg.samples)
-    figures = [Figure(f"{SLUG}.png", "tradeoff"), Figure(f"{SLUG}-samples.png", "samples")]
-    levels = {f"real digits (n={cfg.samples})": floor, f"DDIM {b} x 1.1": 1.1 * base.fd_digits}
-    plot_tradeoff(study.points, out / figures[0].file, levels)
-    save_sample_grid(study.points, h, out / figures[1].file)
+    h, b, ours = cfg.headline_nfe, cfg.baseline_nfe, study.ours
     abar_last = float(make_scheduler("ddim").alphas_cumprod[-1])
     sigma_max = math.sqrt((1.0 - abar_last) / abar_last)  # Euler's first sigma, at t = 999
-    notes = [
-        note("setup", n=cfg.samples),
-        note("fdd-at-n", n=cfg.samples, floor=floor),
+    ref = study.ref.ratio("ddpm_ref", "ddim_ref", "fd_digits")
+    reach = [nfe_to_match(study.points, s, target) for s in cfg.schedulers]
+    return [
+        note("setup", n=cfg.samples, seeds=len(cfg.seeds), seed=cfg.seeds[0]),
+        quality_note(cfg.samples, cfg.seeds),
         note("shared-settings", nfe=h, sigma_max=sigma_max, x0_error=1e-3 * sigma_max),
         note(
             "ddpm-reference",
             ref_steps=cfg.ref_steps,
             ref_n=cfg.ref_samples,
-            ddpm=ref["ddpm"],
+            ref_seeds=cfg.ref_seeds,
             baseline_nfe=b,
-            ddim=ref["ddim_base"],
+            ratio=ref.value,
+            lo=ref.interval[0],
+            hi=ref.interval[1],
             n=cfg.samples,
-            floor=fdd_floor(cfg.ref_samples),
         ),
-        note("nfe-to-match", baseline_nfe=b, target=1.1 * base.fd_digits, grid=list(cfg.nfe_grid)),
-        note("latency", baseline_nfe=b, headline_nfe=h, n=cfg.samples),
+        note(
+            "nfe-to-match",
+            baseline_nfe=b,
+            target=target,
+            grid=list(cfg.nfe_grid),
+            seed=cfg.seeds[0],
+            schedulers=list(cfg.schedulers),
+            reach=reach,
+        ),
+        note(
+            "latency",
+            baseline_nfe=b,
+            headline_nfe=h,
+            limit=study.nfe["ddim_base"] / study.nfe["dpmpp2m"],
+            n=cfg.samples,
+        ),
         latency_note(cfg.repeats, cfg.latency_batch),
         note(
             "ours-vs-diffusers",
@@ -219,16 +214,30 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             dpm_sample=ours["dpmpp2m"]["sample_diff"],
         ),
     ]
-    aims = [
-        aim("quality", q_ratio, 1.1, "<=", nfe=h, baseline_nfe=b),
-        aim("ddim-matches-diffusers", ours["ddim"]["step_diff"], 1e-5, "<=", nfe=b),
-        aim("dpmpp2m-matches-diffusers", ours["dpmpp2m"]["step_diff"], 1e-5, "<=", nfe=h),
-    ]
+
+
+def benchmark(cfg: Config, out: Path) -> Measurement:
+    """The scheduler rows over paired seeds, the sweep and the controls; figures into ``out``."""
+    from reference.harness import real_reference
+
+    study = measure(cfg)
+    q, h, b = study.table, cfg.headline_nfe, cfg.baseline_nfe
+    quality = q.ratio("dpmpp2m", "ddim_base", "fd_digits")
+    vs_ctrl = q.ratio("dpmpp2m", "ddim", "fd_digits")
+    target = 1.1 * study.point("ddim", b).fd_digits  # on the sweep's seed
+    figures = [Figure(f"{SLUG}.png", "tradeoff"), Figure(f"{SLUG}-samples.png", "samples")]
+    levels = {
+        f"real digits (n={cfg.samples})": real_reference(cfg.samples).fd_mean,
+        f"DDIM {b} x 1.1": target,
+    }
+    plot_tradeoff(study.points, out / figures[0].file, levels)
+    save_sample_grid(study.points, h, out / figures[1].file)
     per = {s: [p for p in study.points if p.scheduler == s] for s in cfg.schedulers}
     return Measurement(
         settings=settings_of(
             cfg,
             timestep_spacing=TIMESTEP_SPACING,
+            sweep_seed=cfg.seeds[0],
             sweep_fd_digits=[[round(p.fd_digits, 4) for p in ps] for ps in per.values()],
             sweep_seconds=[[round(p.seconds, 3) for p in ps] for ps in per.values()],
         ),
@@ -237,26 +246,37 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             "latency_ms",
             "speedup",
             "fd_digits",
+            "kid_digits",
+            "accuracy",
+            "diversity",
             max_diff=Metric("", "lower"),
-            nfe_to_match=Metric("", "lower"),
         ),
         rows=_rows(study, cfg),
         headline=speedup_headline(
-            f"dpmpp2m-{h}", lat, "dpmpp2m", limit=b / h, limit_kind="bound", quality_ratio=q_ratio
+            f"dpmpp2m-{h}",
+            study.lat,
+            "dpmpp2m",
+            limit=study.nfe["ddim_base"] / study.nfe["dpmpp2m"],  # counted NFE: an estimate
+            limit_kind="estimate",
+            quality_ratio=quality.value,
+            quality_interval=quality.interval,
         ),
-        aims=aims,
-        notes=notes,
+        aims=[
+            aim("quality", quality.value, 1.1, "<=", quality.interval, nfe=h, baseline_nfe=b),
+            aim("quality-vs-control", vs_ctrl.value, 1.0, "<=", vs_ctrl.interval, nfe=h),
+        ],
+        notes=_notes(study, cfg, target),
         figures=figures,
     )
 
 
 def demo(cfg: Config, out: Path) -> None:
-    """FDD and seconds of every scheduler at every NFE of ``cfg``; the figure and a grid."""
+    """FDD and seconds of every scheduler at every NFE of ``cfg`` (first seed); the figures."""
     from reference import zoo
+    from reference.harness.sampling import frozen
 
-    unet = zoo.load_teacher().eval()
     with torch.inference_mode():
-        points = sweep(unet, cfg)
+        points = sweep(Runs(frozen(zoo.load_teacher())), cfg)
     header = " ".join(f"{k:>7}" for k in cfg.nfe_grid)
     for what in ("fd_digits", "seconds"):
         print(f"{what:18} {header}")

@@ -50,19 +50,34 @@ def _known(name: str) -> None:
         raise ValueError(f"unknown scheduler {name!r}; choose from {', '.join(SCHEDULERS)}")
 
 
+def solver_settings(name: str, *, clip: bool = True) -> tuple[str, dict[str, Any]]:
+    """``(diffusers class name, configuration)`` of scheduler ``name`` on the zoo schedule: the
+    settings of :data:`SCHEDULERS` plus trailing spacing, the public form for other benchmarks
+    (the grid search builds its solvers from it).
+
+    The configuration holds what this model needs: trailing timestep spacing, the last step to
+    ``abar = 1`` (``set_alpha_to_one`` / ``final_sigmas_type="zero"``) and the x0 prediction
+    clipped to [-1, 1] (``clip_sample``, or ``thresholding`` with ``sample_max_value=1.0``);
+    ``clip=False`` turns the clipping off.
+    """
+    _known(name)
+    cls, overrides = SCHEDULERS[name]
+    cfg = dict(overrides, timestep_spacing=TIMESTEP_SPACING)
+    if not clip:
+        cfg = {**cfg, "clip_sample": False, "thresholding": False}
+    return cls, cfg
+
+
 def make_scheduler(name: str, *, clip: bool = True) -> Any:
-    """A fresh diffusers scheduler ``name`` (see :data:`SCHEDULERS`) on the zoo's schedule.
+    """A fresh diffusers scheduler ``name`` (see :data:`SCHEDULERS`) on the zoo's schedule, built
+    from :func:`solver_settings`.
 
     All use trailing timestep spacing and end at ``abar = 1``; ``clip`` toggles clipping of the
     x0 prediction to [-1, 1] (``clip_sample`` or its equivalent ``thresholding``).
     """
     from reference import zoo
 
-    _known(name)
-    cls, overrides = SCHEDULERS[name]
-    cfg = dict(overrides, timestep_spacing=TIMESTEP_SPACING)
-    if not clip:
-        cfg = {**cfg, "clip_sample": False, "thresholding": False}
+    cls, cfg = solver_settings(name, clip=clip)
     return zoo.teacher_scheduler(cls, **cfg)
 
 
