@@ -35,8 +35,13 @@ points by hand (``study.enqueue_trial``) is the fallback for trials that failed 
 Pitfalls
 --------
 * FDD is biased by the number of samples: every point uses the same ``n`` and the same noise.
+* Choosing and reporting on the same samples is optimistic (the winner's curse): the grid is
+  scored on selection seeds and the choice is reported on held-out seeds, beside the best
+  single-axis setting, so that the search is credited only with what it adds.
 * Latency of one run on a shared CPU is noisy: the chosen point is re-measured interleaved
   against the default before any speedup is claimed.
+* A sampler is only as good as its settings: the grid uses the harness's
+  (:mod:`reference.harness.schedulers`), the ones this model needs.
 * ``GridSampler`` numbers points after a seeded shuffle: all workers must use the same seed.
 * SQLite over a network file system is not safe for concurrent writers; use a server database
   for many machines.

@@ -43,6 +43,20 @@ def choose(
     return min(ok, key=lambda r: r["latency_ms"])
 
 
+def single_axis_choice(
+    rows: Sequence[Mapping[str, Any]],
+    default: Mapping[str, Any],
+    tolerance: float,
+    cost_target: float,
+    axis: str = "steps",
+) -> Mapping[str, Any]:
+    """The choice rule applied to the points that differ from ``default`` on ``axis`` alone:
+    what tuning one knob (by default the number of steps of the default sampler) finds."""
+    others = [k for k in ("sampler", "steps", "guidance") if k != axis]
+    line = [r for r in rows if all(r[k] == default[k] for k in others)]
+    return choose(line, default, tolerance, cost_target)
+
+
 def best_so_far_curves(
     table: Mapping[tuple[Any, ...], float],
     space: Mapping[str, Sequence[Any]],

@@ -1,10 +1,14 @@
 """Benchmark and demo of :mod:`reference.grid_search` (the technique contract of
 :mod:`reference.harness.cli`).
 
-The benchmark runs the whole grid on the zoo teacher in a temporary SQLite study, keeps the
-Pareto front, re-measures the chosen point interleaved against the default (DDIM, 50 steps) and a
-matched-cost control (DDIM at the choice's denoiser rows), runs a second study over training
-learning rates, and replays grid vs random vs TPE from the cached grid values.
+The benchmark runs the whole grid on the zoo teacher in a temporary SQLite study, evaluating
+every point on the selection seeds (:data:`~.objective.SELECT_SEEDS`), keeps the Pareto front and
+applies the choice rule. It then reports the choice on **held-out** seeds (the harness's paired
+:data:`~reference.harness.seeds.SEEDS` at 256 samples, never seen by the search) against the
+default (DDIM, 50 steps) and two controls that are not the choice: the best single-axis setting
+(the same rule, varying only the number of steps of the default sampler) and DDIM at the
+choice's denoiser rows (matched cost), all timed in one interleaved comparison. A second study
+searches training learning rates, and grid vs random vs TPE are replayed from the cached grid.
 
 The demo *is* the distributed worker: run the same command on any number of machines with one
 ``--storage`` URL (``postgresql://...``) and ``--study`` name, and they share the grid::
@@ -14,32 +18,31 @@ The demo *is* the distributed worker: run the same command on any number of mach
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference.harness.cli import Option, at_least
+from reference.harness.cli import Option, at_least, check_seeds, int_tuple
 from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
     Measurement,
     Metric,
     Row,
-    aim,
     metrics,
     note,
     settings_of,
     speedup_headline,
 )
+from reference.harness.seeds import N_QUALITY, SEEDS
 
-from .analysis import choose, same_point
-from .objective import DEFAULT_POINT, QUICK_TRAIN_SPACE, SPACES, TRAIN_SPACE
+from .analysis import choose, same_point, single_axis_choice
+from .figures import label, pareto_figure, strategies_figure
+from .objective import DEFAULT_POINT, QUICK_TRAIN_SPACE, SELECT_SEEDS, SPACES, TRAIN_SPACE
+from .report import COST_TARGET, QUALITY_TOLERANCE, choice_aims, point_config, reported_rows
 
 SLUG = "grid-search"
-QUALITY_TOLERANCE = 1.1
-"""A configuration "matches" the default when its FDD is at most this factor above it."""
-COST_TARGET = 0.5
 BUDGETS = (5, 10, 20)
 
 
@@ -48,6 +51,9 @@ class Config:
     """Sizes of the benchmark, and the worker's storage, study and objective (demo)."""
 
     n: int = 100
+    select_seeds: tuple[int, ...] = SELECT_SEEDS
+    n_quality: int = N_QUALITY
+    seeds: tuple[int, ...] = SEEDS
     space: str = "full"
     repeats: int = 15
     train_steps: int = 200
@@ -60,7 +66,13 @@ class Config:
     grace: int = 20
 
     def validate(self) -> None:
-        at_least(self, n=2)
+        at_least(self, n=10, n_quality=10)
+        check_seeds(self.seeds)
+        if not self.select_seeds or set(self.select_seeds) & set(self.seeds):
+            raise ValueError(
+                f"--select-seeds must be non-empty and disjoint from --seeds (held out), got "
+                f"{self.select_seeds} and {self.seeds}"
+            )
         if self.space not in SPACES:
             raise ValueError(f"--space must be one of {', '.join(SPACES)}, got {self.space!r}")
         if self.objective not in ("model", "toy"):
@@ -79,10 +91,22 @@ class Config:
 
 
 FULL = Config()
-QUICK = Config(n=16, space="quick", repeats=2, train_steps=5, strategy_seeds=2)
+QUICK = Config(
+    n=16,
+    select_seeds=(100,),
+    n_quality=16,
+    seeds=(0, 1),
+    space="quick",
+    repeats=2,
+    train_steps=5,
+    strategy_seeds=2,
+)
 DEMO = Config(n=32, space="quick")
 OPTIONS = (
     Option("n"),
+    Option("select_seeds", int_tuple, "S,S,..."),
+    Option("n_quality"),
+    Option("seeds", int_tuple, "S,S,..."),
     Option("space", str, "quick|full"),
     Option("repeats"),
     Option("train_steps"),
@@ -93,10 +117,6 @@ OPTIONS = (
     Option("heartbeat"),
     Option("grace"),
 )
-
-
-def _config(p: Mapping[str, Any]) -> dict[str, Any]:
-    return {"method": p["sampler"], "steps": int(p["steps"]), "guidance": float(p["guidance"])}
 
 
 def _point_id(p: Mapping[str, Any]) -> str:
@@ -112,7 +132,8 @@ def _grids(cfg: Config, db: Path) -> tuple[list[dict[str, Any]], Any, list[dict[
     train_space = QUICK_TRAIN_SPACE if cfg.space == "quick" else TRAIN_SPACE
     db.unlink(missing_ok=True)
     try:
-        rows, status = run_grid(SPACES[cfg.space], model_objective(cfg.n), storage, "bench")
+        objective = model_objective(cfg.n, cfg.select_seeds)
+        rows, status = run_grid(SPACES[cfg.space], objective, storage, "bench")
         objective = train_objective(cfg.train_steps, cfg.n)
         train_rows, _ = run_grid(train_space, objective, storage, "train-lr")
     finally:
@@ -120,10 +141,22 @@ def _grids(cfg: Config, db: Path) -> tuple[list[dict[str, Any]], Any, list[dict[
     return rows, status, train_rows, train_space
 
 
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Grid, Pareto front, interleaved re-measurement of the choice, training grid, strategies."""
+def _held_out(cfg: Config, points: Mapping[str, Mapping[str, Any]]) -> Any:
+    """FDD and KID of every reported point on the held-out seeds (paired, ``cfg.n_quality``)."""
+    from reference.harness import over_seeds, quality_report
 
-    from reference.harness import compare_latency, fdd_floor, frechet_digits_distance
+    from .objective import sample_point
+
+    samplers = {
+        k: (lambda seed, p=p: sample_point(p, cfg.n_quality, seed)[0]) for k, p in points.items()
+    }
+    return over_seeds(samplers, lambda k, x, same: quality_report(x), cfg.seeds, "held-out seeds")
+
+
+def benchmark(cfg: Config, out: Path) -> Measurement:
+    """Grid on the selection seeds, Pareto front, choice; the choice, the default and two
+    controls on held-out seeds, timed interleaved; training grid; search strategies."""
+    from reference.harness import compare_latency, quality_note, real_reference_row
 
     from .analysis import best_so_far_curves, pareto_front
     from .objective import sample_point
@@ -133,41 +166,36 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     front = pareto_front(rows, ["fd_digits", "latency_ms"])
     base = next(r for r in rows if same_point(r, DEFAULT_POINT))
     chosen = choose(rows, DEFAULT_POINT, QUALITY_TOLERANCE, COST_TARGET)
-    control = {"sampler": "ddim", "steps": max(1, round(chosen["rows_per_image"])), "guidance": 1.0}
+    single = single_axis_choice(rows, DEFAULT_POINT, QUALITY_TOLERANCE, COST_TARGET)
+    matched = {"sampler": "ddim", "steps": max(1, round(chosen["rows_per_image"])), "guidance": 1.0}
+    points: dict[str, Mapping[str, Any]] = {"default": DEFAULT_POINT, "chosen": chosen}
+    if not same_point(single, chosen):  # else tuning the steps alone finds the choice (a note)
+        points["single"] = single
+    points["matched"] = matched
 
-    points = {"default": DEFAULT_POINT, "chosen": chosen, "control": control}
+    q = _held_out(cfg, points)
     runs = {k: (lambda p=p: sample_point(p, cfg.n)) for k, p in points.items()}
     lat = compare_latency(runs, repeats=cfg.repeats, warmup=1)
-    fdd = {k: frechet_digits_distance(sample_point(p, cfg.n)[0]) for k, p in points.items()}
-    roles = {"default": "baseline", "chosen": "technique", "control": "control"}
-    result_rows = [
-        Row(
-            k,
-            _config(p) if k != "control" else {"method": "ddim-matched", "steps": p["steps"]},
-            roles[k],  # type: ignore[arg-type]
-            {"latency_ms": lat.median_ms(k), "speedup": lat.speedup[k], "fd_digits": fdd[k]},
-            intervals={} if k == "default" else {"speedup": lat.speedup_interval(k)},
-            spread={"latency_ms": lat.iqr_ms(k)},
-        )
-        for k, p in points.items()
-    ]
+    result_rows = reported_rows(points, q, lat, rows)
     for r in front:
-        if not (same_point(r, chosen) or same_point(r, DEFAULT_POINT)):
-            values = {"latency_ms": r["latency_ms"], "fd_digits": r["fd_digits"]}
-            result_rows.append(Row(f"front-{_point_id(r)}", _config(r), "reference", values))
+        if not any(same_point(r, p) for p in points.values()):
+            values = {"latency_ms": r["latency_ms"], "fd_select": r["fd_digits"]}
+            result_rows.append(Row(f"front-{_point_id(r)}", point_config(r), "reference", values))
     for r in sorted(train_rows, key=lambda r: r["lr"]):
         config = {"method": "train-lr", "lr": r["lr"], "steps": cfg.train_steps}
-        values = {"train_s": r["latency_ms"] / 1000, "fd_digits": r["fd_digits"]}
+        values = {"train_s": r["latency_ms"] / 1000, "fd_select": r["fd_digits"]}
         result_rows.append(Row(f"lr-{r['lr']:g}", config, "reference", values))
+    result_rows.append(real_reference_row(cfg.n_quality))
 
     best_lr = min(train_rows, key=lambda r: r["fd_digits"])
     table = {(r["guidance"], r["sampler"], r["steps"]): r["fd_digits"] for r in rows}
     curves = best_so_far_curves(table, space, len(rows), range(cfg.strategy_seeds))
     figures = [Figure(f"{SLUG}.png", "pareto"), Figure(f"{SLUG}-strategies.png", "strategies")]
-    _pareto_figure(rows, front, chosen, base, out / figures[0].file)
-    _strategies_figure(curves, out / figures[1].file)
+    pareto_figure(rows, front, chosen, base, out / figures[0].file)
+    strategies_figure(curves, out / figures[1].file)
 
-    speedup, limit = lat.speedup["chosen"], base["rows_per_image"] / chosen["rows_per_image"]
+    limit = base["rows_per_image"] / chosen["rows_per_image"]
+    ratio = q.ratio("chosen", "default", "fd_digits")
     notes = [
         note(
             "grid",
@@ -176,17 +204,21 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             steps=list(space["steps"]),
             guidance=list(space["guidance"]),
             n=cfg.n,
+            select_seeds=len(cfg.select_seeds),
             duplicates=status.duplicates,
         ),
         note("choice-rule", tolerance=QUALITY_TOLERANCE, cost_target=COST_TARGET),
         note(
-            "quality-by-construction",
-            ratio=fdd["chosen"] / fdd["default"],
-            tolerance=QUALITY_TOLERANCE,
+            "selection-vs-held-out",
+            selected=chosen["fd_digits"] / base["fd_digits"],
+            held_out=ratio.value,
             n=cfg.n,
+            n_quality=cfg.n_quality,
         ),
+        *([] if "single" in points else [note("single-axis-is-the-choice")]),
         note("rows-limit", limit=limit),
-        note("fdd-at-n", n=cfg.n, floor=fdd_floor(cfg.n)),
+        note("solver-settings"),
+        quality_note(cfg.n_quality, cfg.seeds),
         latency_note(cfg.repeats, cfg.n),
         *[
             note("strategies", k=b, **{name: c[b - 1] for name, c in curves.items()})
@@ -214,65 +246,28 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             default_guidance=DEFAULT_POINT["guidance"],
             storage="sqlite",
         ),
-        metrics=metrics("latency_ms", "speedup", "fd_digits", train_s=Metric("s", "lower")),
+        metrics=metrics(
+            "latency_ms",
+            "speedup",
+            "fd_digits",
+            "kid_digits",
+            "diversity",
+            fd_select=Metric("", "lower"),
+            train_s=Metric("s", "lower"),
+        ),
         rows=result_rows,
         headline=speedup_headline(
             "chosen",
             lat,
             limit=limit,
             limit_kind="estimate",  # denoiser rows; the samplers' own overheads differ
-            quality_ratio=fdd["chosen"] / fdd["default"],
+            quality_ratio=ratio.value,
+            quality_interval=ratio.interval,
         ),
-        aims=[
-            aim(
-                "speedup",
-                speedup,
-                1 / COST_TARGET,
-                ">=",
-                interval=lat.speedup_interval("chosen"),
-                cost_target=COST_TARGET,
-            )
-        ],
+        aims=choice_aims(q, lat),
         notes=notes,
         figures=figures,
     )
-
-
-def _label(p: Mapping[str, Any]) -> str:
-    return f"{p['sampler']} {p['steps']} steps, guidance {p['guidance']:g}"
-
-
-def _pareto_figure(rows: Sequence[Any], front: Sequence[Any], chosen: Any, base: Any, path: Path):  # type: ignore[no-untyped-def]
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure as MplFigure
-
-    fig = MplFigure(figsize=(7, 4.5), dpi=120, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.subplots()
-    lat, fd = [r["latency_ms"] for r in rows], [r["fd_digits"] for r in rows]
-    ax.scatter(lat, fd, s=14, color="0.6", label="grid points")
-    ax.plot([r["latency_ms"] for r in front], [r["fd_digits"] for r in front], "o-", label="front")
-    for p, marker, color, name in (
-        (base, "s", "tab:red", "default"),
-        (chosen, "*", "tab:green", "choice"),
-    ):
-        label = f"{name} ({_label(p)})"
-        ax.scatter(
-            [p["latency_ms"]], [p["fd_digits"]], marker=marker, s=100, color=color, label=label
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel("latency per batch, ms (one run per point)")
-    ax.set_ylabel("FDD (lower is better)")
-    ax.legend(fontsize=7)
-    fig.savefig(path)
-
-
-def _strategies_figure(curves: Mapping[str, Any], path: Path) -> None:
-    from reference.harness import curve_plot
-
-    k = list(range(1, len(curves["grid"]) + 1))
-    series = {"grid": curves["grid"], "random": curves["random"], "TPE": curves["tpe"]}
-    curve_plot(k, series, path, xlabel="trials", ylabel="best FDD found (mean over seeds)")
 
 
 def demo(cfg: Config, out: Path) -> None:
@@ -290,4 +285,4 @@ def demo(cfg: Config, out: Path) -> None:
     print(f"grid complete: {status.complete}/{status.total} points, {status.duplicates} duplicates")
     print(f"{'Pareto front':40s} {'FDD':>8s} {'latency ms':>11s}")
     for r in pareto_front(rows, ["fd_digits", "latency_ms"]):
-        print(f"{_label(r):40s} {r['fd_digits']:8.2f} {r['latency_ms']:11.1f}")
+        print(f"{label(r):40s} {r['fd_digits']:8.2f} {r['latency_ms']:11.1f}")
