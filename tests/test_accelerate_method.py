@@ -141,8 +141,9 @@ def test_apply_step_forecasting_builds_a_fresh_forecaster_from_its_config() -> N
         ({"warmup": 0}, "--warmup must be >= 1"),
         ({"intervals": (2, 0)}, "--intervals must be >= 1"),
         ({"steps": 1}, "--steps must be >= 2, got 1"),
-        ({"samples": 4}, "--samples must be >= 10"),
-        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
+        ({"samples": 10}, "--samples must be >= 20"),
+        ({"seeds": (3, 3)}, "--seeds needs at least 2 distinct non-negative seeds"),
+        ({"repeats": 1}, "--repeats must be >= 2, got 1"),
     ],
 )
 def test_bad_options_give_one_clear_error(change: dict, message: str) -> None:
@@ -165,3 +166,33 @@ def test_command_line_rejects_a_bad_option_before_any_work(capsys) -> None:
     assert err.endswith("error: --interval must be >= 1, got 0") and "\n" not in err
     with pytest.raises(ValueError, match="unknown method 'cubic'"):
         sf.StepForecaster(lambda x, t, y: x, 2, method="cubic")
+
+
+@pytest.mark.slow
+def test_quick_benchmark_pairs_seeds_and_bounds_the_speedup_by_the_counted_work(
+    quick_result,
+) -> None:
+    result = quick_result("accelerate-method")
+    cfg = result["settings"]
+    rows = {r["id"]: r for r in result["rows"]}
+    assert {r["role"] for r in rows.values()} == {"baseline", "technique", "control", "reference"}
+    for key in ("base", "newton", "reuse", "ddim-same", "dit-base", "dit-diffusers"):
+        for metric in ("fd_digits", "kid_digits"):
+            assert len(rows[key]["seeds"][metric]) == len(cfg["seeds"]), (key, metric)
+    for key in ("newton", "reuse", "ddim-same"):  # the control is timed, with an interval
+        assert "speedup" in rows[key]["intervals"]
+    nfe = rows["newton"]["values"]["nfe"]
+    assert nfe == sf.full_computations(cfg["steps"], cfg["interval"], cfg["warmup"])
+    head = result["headline"]
+    assert head["limit_kind"] == "bound"
+    assert head["speedup_limit"] == pytest.approx(rows["base"]["values"]["nfe"] / nfe)
+    assert head["quality_interval"] is not None
+    flagged = [a for a in result["anomalies"] if a["id"] == "speedup-above-limit"]
+    assert bool(flagged) == (head["speedup"] > head["speedup_limit"])
+    aims = {a["id"]: a for a in result["aims"]}
+    assert set(aims) == {"beats-same-nfe", "quality", "speedup"}
+    assert all(a["interval"] is not None for a in aims.values())
+    assert rows["real"]["role"] == "reference"
+    notes = {n["id"]: n["params"] for n in result["notes"]}
+    assert {"quality-protocol", "latency-protocol", "same-nfe-control"} <= set(notes)
+    assert notes["same-nfe-control"]["lo"] <= notes["same-nfe-control"]["ratio"]

@@ -33,9 +33,12 @@ first steps change fastest), then one full computation every ``k`` steps, the ne
 
     N / (w + ceil((N - w) / k))           e.g. N = 50, w = 2, k = 2: 50 / 26 = 1.92x
 
-minus the forecast arithmetic (a few tensor additions). The key control is plain DDIM with the
-same number of network evaluations: forecasting only pays if it beats simply taking fewer, larger
-steps.
+minus the forecast arithmetic (a few tensor additions). It is a true bound of the latency ratio:
+both runs take the same ``N`` scheduler steps and call the same network at the same batch, and
+the forecasts only add work. The key control is plain DDIM with the same number of network
+evaluations: forecasting only pays if it beats simply taking fewer, larger steps. The benchmark
+decides it, and whether forecasting keeps the quality of the full schedule, on FDD ratios paired
+over noise seeds (every configuration starts from the same noise on each seed).
 
 Pitfalls
 --------

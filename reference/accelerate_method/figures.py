@@ -23,18 +23,32 @@ def plot_fdd_vs_nfe(study: Study, cfg: Any, path: Path) -> Path:
             r for r in unet if r.key.startswith("newton") and r.key != "newton1"
         ],
     }
+
+    def fd(key: str) -> tuple[float, list[float]]:
+        m = study.quality.summary(key, "fd_digits")
+        return m.value, [m.value - m.interval[0], m.interval[1] - m.value]
+
     for label, rs in groups.items():
         rs = sorted(rs, key=lambda r: r.nfe)
-        ax.plot([r.nfe for r in rs], [study.fdd[r.key] for r in rs], marker="o", label=label)
+        pts = [fd(r.key) for r in rs]
+        ax.errorbar(
+            [r.nfe for r in rs],
+            [p[0] for p in pts],
+            yerr=[[p[1][0] for p in pts], [p[1][1] for p in pts]],
+            marker="o",
+            capsize=3,
+            label=label,
+        )
     for key, marker, label in (
         ("reuse", "x", "reuse last output"),
         ("taylor", "s", f"TaylorSeer formula, order {cfg.order}"),
         ("newton1", "^", "forecast, order 1 (linear)"),
     ):
         r = next(r for r in unet if r.key == key)
-        ax.scatter([r.nfe], [study.fdd[key]], marker=marker, label=label, zorder=3)
+        value, err = fd(key)
+        ax.errorbar([r.nfe], [value], yerr=[[err[0]], [err[1]]], fmt=marker, capsize=3, label=label)
     ax.set_xlabel("network evaluations")
-    ax.set_ylabel("FDD (lower is better)")
+    ax.set_ylabel("FDD, mean over seeds (lower is better)")
     ax.set_title(f"Teacher U-Net, {cfg.steps} DDIM steps, k={cfg.interval}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

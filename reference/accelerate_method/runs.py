@@ -1,8 +1,9 @@
 """The configurations the benchmark compares, and their measurement.
 
-Every run samples the same noise with the zoo's DDIM scheduler; forecasting runs check that the
-network ran exactly as often as :func:`~.schedule.full_computations` says, so the speedup limit
-is computed from the work the run actually did.
+On every noise seed, every run samples the same noise with the zoo's DDIM scheduler (paired);
+forecasting runs check that the network ran exactly as often as
+:func:`~.schedule.full_computations` says, so the speedup limit is computed from the work the
+run actually did.
 """
 
 from __future__ import annotations
@@ -144,31 +145,60 @@ def dit_runs(dit: torch.nn.Module, cfg: Any) -> list[Run]:
 
 @dataclass
 class Study:
-    """FDD and samples of every run, the latency comparison of the timed U-Net and DiT runs."""
+    """Paired quality of every run over the seeds, the first seed's samples, the latency of the
+    timed U-Net and DiT runs."""
 
     runs: list[Run]
-    fdd: dict[str, float]
+    quality: Any  # reference.harness.seeds.SeedTable
     samples: dict[str, torch.Tensor]
     lat: dict[str, Any]  # "unet" / "dit" -> reference.harness.cost.LatencyComparison
 
 
+def paired_quality(runs: list[Run], cfg: Any) -> tuple[Any, dict[str, torch.Tensor]]:
+    """FDD, KID, accuracy, diversity and PSNR against the baseline (``base`` for the U-Net,
+    ``dit-base`` for the DiT) of every run over ``cfg.seeds``: on each seed every run samples
+    ``make_noise(cfg.samples, seed)`` with the same labels. Also the first seed's samples."""
+    from reference.harness import (
+        class_labels,
+        make_noise,
+        over_seeds,
+        psnr_per_sample,
+        quality_report,
+    )
+
+    labels = class_labels(cfg.samples)
+    first: dict[str, torch.Tensor] = {}
+
+    def sampler(r: Run) -> Callable[[int], torch.Tensor]:
+        def run(seed: int) -> torch.Tensor:
+            with torch.inference_mode():
+                x = r.sample(make_noise(cfg.samples, seed))
+            if seed == cfg.seeds[0]:
+                first[r.key] = x[:10]
+            return x
+
+        return run
+
+    def measure(key: str, x: torch.Tensor, same: dict[str, torch.Tensor]) -> dict[str, float]:
+        base = same["dit-base" if key.startswith("dit-") else "base"]
+        psnr = float(psnr_per_sample(x, base).mean())
+        return {**quality_report(x, labels), "psnr_vs_baseline": psnr}
+
+    table = over_seeds({r.key: sampler(r) for r in runs}, measure, cfg.seeds)
+    return table, first
+
+
 def measure(cfg: Any) -> Study:
-    """FDD of every run on ``cfg.samples`` samples, interleaved latency of the timed ones."""
-    from tqdm.auto import tqdm
-
+    """Paired quality of every run, interleaved latency of the timed ones."""
     from reference import zoo
-    from reference.harness import compare_latency, frechet_digits_distance, make_noise
+    from reference.harness import compare_latency, make_noise
+    from reference.harness.sampling import frozen
 
-    runs = unet_runs(zoo.load_teacher().eval(), cfg)
+    runs = unet_runs(frozen(zoo.load_teacher()), cfg)
     if cfg.dit:
-        runs += dit_runs(zoo.load_dit().eval(), cfg)
-    noise = make_noise(cfg.samples, cfg.seed)
-    fdd, samples = {}, {}
-    with torch.inference_mode():
-        for r in tqdm(runs, desc="forecasting", leave=False):
-            samples[r.key] = r.sample(noise)
-            fdd[r.key] = frechet_digits_distance(samples[r.key])
-    lat_noise = make_noise(cfg.latency_batch, cfg.seed + 1)
+        runs += dit_runs(frozen(zoo.load_dit()), cfg)
+    table, first = paired_quality(runs, cfg)
+    lat_noise = make_noise(cfg.latency_batch, cfg.seeds[0] + 1)
     lat = {}
     for group in ("unet", "dit"):
         timed = {r.key: r for r in runs if r.timed and r.dit == (group == "dit")}
@@ -176,4 +206,4 @@ def measure(cfg: Any) -> Study:
             funcs = {key: (lambda r=r: r.sample(lat_noise)) for key, r in timed.items()}
             with torch.inference_mode():
                 lat[group] = compare_latency(funcs, repeats=cfg.repeats, warmup=cfg.timing_warmup)
-    return Study(runs, fdd, samples, lat)
+    return Study(runs, table, first, lat)
