@@ -1,5 +1,5 @@
 """Reference implementations of diffusion-efficiency techniques, one module per technique.
 
 Run one with ``python -m reference.<name>``; the shared measurement harness lives in
-:mod:`reference.harness`.
+`reference.harness`.
 """

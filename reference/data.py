@@ -1,14 +1,14 @@
 """The dataset every reference implementation uses: scikit-learn's bundled 8x8 digits.
 
 Why this data set
------------------
+=================
 ``sklearn.datasets.load_digits`` ships inside scikit-learn (no download ever): 1,797 grey-scale
 8x8 images of handwritten digits 0-9 with integer intensities 0..16. It is small enough that a
 whole model zoo trains on a 2-core CPU in minutes, yet structured enough that a bad sampler
 produces visibly wrong digits and a measurable distribution shift.
 
 Canvas: 16x16 (bilinear upsampling of the 8x8 originals)
-----------------------------------------------------------
+========================================================
 All images are served on a 16x16 canvas by default. The upsampling adds no information, but it
 gives the architectures the shapes that the techniques need:
 
@@ -23,7 +23,7 @@ gives the architectures the shapes that the techniques need:
 ``size=8`` returns the original resolution (no resampling) for anyone who wants it.
 
 Scaling and split
------------------
+=================
 Pixels are mapped linearly from 0..16 to [-1, 1] (``x / 8 - 1``), the range diffusion models are
 trained in. Upsampling uses ``torch.nn.functional.interpolate(mode="bilinear",
 align_corners=False, antialias=False)``, which keeps values inside [-1, 1].
@@ -31,7 +31,7 @@ align_corners=False, antialias=False)``, which keeps values inside [-1, 1].
 The split is fixed: ``sklearn.model_selection.train_test_split(test_size=300, stratify=y,
 random_state=0)`` -> 1,497 training and 300 test images (29-31 per class). Everything in the zoo is
 trained on the training split only; the test split is the reference distribution of the
-Fréchet digits distance (:mod:`reference.harness.quality`).
+Fréchet digits distance (`reference.harness.quality`).
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ This module imports nothing but the standard library, so that the ``glossary`` c
 read it on its torch-free lookup path.
 
 Layers
-------
-The ``reference`` package imports one way::
+======
+The ``reference`` package imports one way:
 
     reference.data  ->  reference.zoo  ->  reference.harness  ->  reference.<technique>
 

@@ -1,16 +1,14 @@
 """Grid search of sampler x steps x guidance scale for the best quality per cost.
 
-The idea
---------
-A diffusion model's inference cost and quality are set less by its weights than by a handful
-of *inference hyperparameters*: the sampler (DDIM, DPM-Solver++, UniPC), the number of steps
-and the classifier-free guidance scale (which doubles the rows the denoiser evaluates). Grid
-search evaluates every combination of a few values per axis and keeps the configurations on
-the **Pareto front** of quality versus latency: those that no other configuration beats on both.
-With two objectives there is no single "best"; the front shows the trade-off, and a deployment
-picks the cheapest point whose quality is acceptable. The same machinery searches *training*
-hyperparameters: a second study in the same storage trains a throw-away tiny U-Net for a short
-schedule per learning rate (:func:`~.objective.train_objective`), the usual way to pick a
+The idea ======== A diffusion model's inference cost and quality are set less by its weights than by
+a handful of *inference hyperparameters*: the sampler (DDIM, DPM-Solver++, UniPC), the number of
+steps and the classifier-free guidance scale (which doubles the rows the denoiser evaluates). Grid
+search evaluates every combination of a few values per axis and keeps the configurations on the
+**Pareto front** of quality versus latency: those that no other configuration beats on both. With
+two objectives there is no single "best"; the front shows the trade-off, and a deployment picks the
+cheapest point whose quality is acceptable. The same machinery searches *training* hyperparameters:
+a second study in the same storage trains a throw-away tiny U-Net for a short schedule per learning
+rate ([`train_objective`][reference.grid_search.objective.train_objective]), the usual way to pick a
 learning rate before a long run.
 
 Math: the grid is the Cartesian product ``S x N x G``; a point ``p`` is dominated when some ``q``
@@ -20,20 +18,19 @@ Bengio (2012, JMLR 13:281-305) showed that random search finds equally good poin
 fewer trials when only a few axes matter, and TPE (Bergstra et al. 2011, NeurIPS) models good
 regions adaptively. The benchmark replays both against the full grid from cached values.
 
-Running it on many machines
----------------------------
-Optuna's ``GridSampler`` with an RDB storage (``--storage sqlite:///study.db``, or any
-SQLAlchemy URL such as ``postgresql://user@host/db``) and ``load_if_exists=True`` lets the same
-command run on any number of machines: each worker asks the storage for a grid point nobody
-has claimed. Killed workers are handled with **heartbeats** (the choice made here): a RUNNING
-trial whose worker stopped sending heartbeats for ``--grace`` seconds is marked FAIL by
-``optuna.storages.fail_stale_trials`` and re-queued with its grid point by
-``RetryHeartbeatStaleTrialCallback``; the worker loop of :mod:`.search` additionally waits
-instead of duplicating a point that another worker is still running. Re-enqueueing failed
-points by hand (``study.enqueue_trial``) is the fallback for trials that failed by exception.
+Running it on many machines =========================== Optuna's ``GridSampler`` with an RDB storage
+(``--storage sqlite:///study.db``, or any SQLAlchemy URL such as ``postgresql://user@host/db``) and
+``load_if_exists=True`` lets the same command run on any number of machines: each worker asks the
+storage for a grid point nobody has claimed. Killed workers are handled with **heartbeats** (the
+choice made here): a RUNNING trial whose worker stopped sending heartbeats for ``--grace`` seconds
+is marked FAIL by ``optuna.storages.fail_stale_trials`` and re-queued with its grid point by
+``RetryHeartbeatStaleTrialCallback``; the worker loop of [`search`][reference.grid_search.search]
+additionally waits instead of duplicating a point that another worker is still running.
+Re-enqueueing failed points by hand (``study.enqueue_trial``) is the fallback for trials that failed
+by exception.
 
 Pitfalls
---------
+========
 * FDD is biased by the number of samples: every point uses the same ``n`` and the same noise.
 * Choosing and reporting on the same samples is optimistic (the winner's curse): the grid is
   scored on selection seeds and the choice is reported on held-out seeds, beside the best
@@ -41,7 +38,7 @@ Pitfalls
 * Latency of one run on a shared CPU is noisy: the chosen point is re-measured interleaved
   against the default before any speedup is claimed.
 * A sampler is only as good as its settings: the grid uses the harness's
-  (:mod:`reference.harness.schedulers`), the ones this model needs.
+  (`reference.harness.schedulers`), the ones this model needs.
 * ``GridSampler`` numbers points after a seeded shuffle: all workers must use the same seed.
 * SQLite over a network file system is not safe for concurrent writers; use a server database
   for many machines.
@@ -49,13 +46,15 @@ Pitfalls
 In production: ``optuna.samplers.GridSampler`` + ``optuna.storages.RDBStorage`` (this module),
 Ray Tune's ``tune.grid_search``, or W&B sweeps ``method: grid``.
 
-Package ``reference/grid_search/``: :mod:`reference.grid_search.search` (the crash-safe worker on
-an RDB storage, :func:`~.search.run_grid`), :mod:`reference.grid_search.objective` (what a grid
-point costs and how good it is; the training-hyperparameter objective),
-:mod:`reference.grid_search.analysis` (Pareto front, choice rule, grid vs random vs TPE) and
-:mod:`reference.grid_search.bench` (configuration, benchmark, and the worker as the demo). One
-worker: ``python -m reference.grid_search --storage URL --study NAME --space full`` (the same
-command on every machine); the benchmark: ``--bench`` (see ``--help``).
+Package ``reference/grid_search/``: [`reference.grid_search.search`][reference.grid_search.search]
+(the crash-safe worker on an RDB storage, [`run_grid`][reference.grid_search.search.run_grid]),
+[`reference.grid_search.objective`][reference.grid_search.objective] (what a grid point costs and
+how good it is; the training-hyperparameter objective),
+[`reference.grid_search.analysis`][reference.grid_search.analysis] (Pareto front, choice rule, grid
+vs random vs TPE) and [`reference.grid_search.bench`][reference.grid_search.bench] (configuration,
+benchmark, and the worker as the demo). One worker: ``python -m reference.grid_search --storage URL
+--study NAME --space full`` (the same command on every machine); the benchmark: ``--bench`` (see
+``--help``).
 """
 
 from __future__ import annotations

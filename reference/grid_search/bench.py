@@ -1,17 +1,17 @@
-"""Benchmark and demo of :mod:`reference.grid_search` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.grid_search`][reference.grid_search] (the technique contract of
+`reference.harness.cli`).
 
-The benchmark runs the whole grid on the zoo teacher in a temporary SQLite study, evaluating
-every point on the selection seeds (:data:`~.objective.SELECT_SEEDS`), keeps the Pareto front and
-applies the choice rule. It then reports the choice on **held-out** seeds (the harness's paired
-:data:`~reference.harness.seeds.SEEDS` at 256 samples, never seen by the search) against the
-default (DDIM, 50 steps) and two controls that are not the choice: the best single-axis setting
-(the same rule, varying only the number of steps of the default sampler) and DDIM at the
-choice's denoiser rows (matched cost), all timed in one interleaved comparison. A second study
-searches training learning rates, and grid vs random vs TPE are replayed from the cached grid.
+The benchmark runs the whole grid on the zoo teacher in a temporary SQLite study, evaluating every
+point on the selection seeds ([`SELECT_SEEDS`][reference.grid_search.objective.SELECT_SEEDS]), keeps
+the Pareto front and applies the choice rule. It then reports the choice on **held-out** seeds (the
+harness's paired `SEEDS` at 256 samples, never seen by the search) against the default (DDIM, 50
+steps) and two controls that are not the choice: the best single-axis setting (the same rule,
+varying only the number of steps of the default sampler) and DDIM at the choice's denoiser rows
+(matched cost), all timed in one interleaved comparison. A second study searches training learning
+rates, and grid vs random vs TPE are replayed from the cached grid.
 
 The demo *is* the distributed worker: run the same command on any number of machines with one
-``--storage`` URL (``postgresql://...``) and ``--study`` name, and they share the grid::
+``--storage`` URL (``postgresql://...``) and ``--study`` name, and they share the grid:
 
     python -m reference.grid_search --storage sqlite:///study.db --study s --space full
 """

@@ -1,7 +1,7 @@
 """What one grid point costs and how good it is: sample with the zoo teacher, measure FDD and
 latency. Also a cheap deterministic ``toy`` objective for protocol tests (no model).
 
-The samplers are the harness's (:mod:`reference.harness.schedulers`): trailing spacing, a last
+The samplers are the harness's (`reference.harness.schedulers`): trailing spacing, a last
 step to ``abar = 1`` and x0 clipping, the settings the scheduler-tradeoff benchmark shows this
 model needs; without them DPM-Solver++ scores an FDD of hundreds at 4 steps and the search
 would only rediscover a misconfiguration.
@@ -16,10 +16,10 @@ from functools import lru_cache
 from typing import Any
 
 SAMPLERS: tuple[str, ...] = ("ddim", "dpmpp2m", "unipc")
-"""The grid's samplers: names of :data:`reference.harness.schedulers.SCHEDULERS`."""
+"""The grid's samplers: names of `reference.harness.schedulers.SCHEDULERS`."""
 SELECT_SEEDS: tuple[int, ...] = (100, 101)
 """Noise seeds the grid is evaluated (and the choice made) on; disjoint from the seeds
-(:data:`reference.harness.seeds.SEEDS`) on which the benchmark reports the choice."""
+(`reference.harness.seeds.SEEDS`) on which the benchmark reports the choice."""
 
 DEFAULT_POINT: dict[str, Any] = {"sampler": "ddim", "steps": 50, "guidance": 1.0}
 """The default configuration the search must beat: DDIM, 50 steps, no guidance."""
@@ -84,8 +84,9 @@ def sample_point(point: Mapping[str, Any], n: int, seed: int = 0) -> tuple[Any, 
 
 
 def model_objective(n: int, seeds: tuple[int, ...] = SELECT_SEEDS) -> Any:
-    """Objective for :func:`~.search.run_worker`: the mean FDD over the selection ``seeds``, the
-    latency of one run (the first seed's), NFE and denoiser rows per image."""
+    """Objective for [`run_worker`][reference.grid_search.search.run_worker]: the mean FDD over the
+    selection ``seeds``, the latency of one run (the first seed's), NFE and denoiser rows per
+    image."""
 
     def evaluate(point: Mapping[str, Any]) -> dict[str, float]:
         from reference.harness import frechet_digits_distance
@@ -145,9 +146,10 @@ QUICK_TRAIN_SPACE: dict[str, list[Any]] = {"lr": [1e-3, 1e-2]}
 
 
 def train_objective(steps: int, n_eval: int, batch: int = 64, p_uncond: float = 0.15) -> Any:
-    """Objective over training hyperparameters: train :data:`TINY_UNET` for ``steps`` AdamW
-    steps at learning rate ``point["lr"]`` (epsilon loss, label dropout ``p_uncond``, seed 0),
-    then sample ``n_eval`` images with DDIM 10 steps and return FDD and the training time."""
+    """Objective over training hyperparameters: train
+    [`TINY_UNET`][reference.grid_search.objective.TINY_UNET] for ``steps`` AdamW steps at learning
+    rate ``point["lr"]`` (epsilon loss, label dropout ``p_uncond``, seed 0), then sample ``n_eval``
+    images with DDIM 10 steps and return FDD and the training time."""
 
     def evaluate(point: Mapping[str, Any]) -> dict[str, float]:
         import torch

@@ -1,16 +1,16 @@
 """Crash-safe grid search with Optuna's ``GridSampler`` on an RDB storage (SQLite by default).
 
 Every worker runs the same command against the same storage URL and study name; the storage
-is the only coordination. :func:`run_worker` loops:
+is the only coordination. [`run_worker`][reference.grid_search.search.run_worker] loops:
 
-1. ``fail_stale_trials``: a trial whose worker stopped sending heartbeats for ``grace``
-   seconds (killed, machine lost) is marked FAIL, and
-   :class:`optuna.storages.RetryHeartbeatStaleTrialCallback` adds a WAITING copy of it
-   that keeps its ``grid_id`` (so the grid point is re-run, not lost). Optuna only judges
-   trials that have a heartbeat: a worker killed between creating its trial and recording the
-   first heartbeat (a window of milliseconds, wider on a loaded machine) would leave the point
-   RUNNING forever, so :func:`fail_orphaned_trials` treats such a trial the same way once it
-   is older than ``grace``;
+1. ``fail_stale_trials``: a trial whose worker stopped sending heartbeats for ``grace`` seconds
+   (killed, machine lost) is marked FAIL, and `optuna.storages.RetryHeartbeatStaleTrialCallback`
+   adds a WAITING copy of it that keeps its ``grid_id`` (so the grid point is re-run, not lost).
+   Optuna only judges trials that have a heartbeat: a worker killed between creating its trial and
+   recording the first heartbeat (a window of milliseconds, wider on a loaded machine) would leave
+   the point RUNNING forever, so
+   [`fail_orphaned_trials`][reference.grid_search.search.fail_orphaned_trials] treats such a trial
+   the same way once it is older than ``grace``;
 2. grid points that failed without a pending retry (an exception, retries used up) are
    re-enqueued with ``enqueue_trial`` (fixed parameters);
 3. if every point is COMPLETE the worker exits; if the remaining points are all RUNNING in other
@@ -25,7 +25,7 @@ stays RUNNING (counted as claimed) until someone marks it stale. Checking the gr
 every trial gives "each point COMPLETE exactly once" for any number of kills and restarts.
 Remaining race: two workers that ask at the same instant may draw the same free point (the
 sampler picks randomly among free points to make this rare); the duplicate is detected by
-:func:`grid_status` and reported, never hidden.
+[`grid_status`][reference.grid_search.search.grid_status] and reported, never hidden.
 """
 
 from __future__ import annotations
@@ -114,8 +114,8 @@ def grid_status(study: optuna.Study, space: SearchSpace) -> GridStatus:
 def _params_of_grid_id(t: FrozenTrial, sampler: Any) -> dict[str, GridValue]:
     """The point a ``GridSampler`` assigned to a trial killed before it suggested its params.
 
-    ``grid_id`` indexes the sampler's grid *after* its seeded shuffle, so every worker of a
-    study must use the same ``seed`` (:func:`open_study` fixes it).
+    ``grid_id`` indexes the sampler's grid *after* its seeded shuffle, so every worker of a study
+    must use the same ``seed`` ([`open_study`][reference.grid_search.search.open_study] fixes it).
     """
     grid = sampler._all_grids[t.system_attrs["grid_id"]]
     return dict(zip(sampler._param_names, grid, strict=True))

@@ -1,50 +1,50 @@
 """The measurement harness shared by all reference implementations.
 
 Modules
--------
-* :mod:`~reference.harness.sampling` - ``sample(eps_fn, scheduler, noise, ...)``, ``make_noise``,
+=======
+* `sampling` - ``sample(eps_fn, scheduler, noise, ...)``, ``make_noise``,
   ``model_eps_fn``, ``count_nfe``, the ``EpsFn`` type (one loop for baselines, techniques and
   controls) and the cached standard baseline ``teacher_samples(n, steps)``.
-* :mod:`~reference.harness.quality` - ``frechet_digits_distance`` (FDD), ``kernel_digits_distance``
+* `quality` - ``frechet_digits_distance`` (FDD), ``kernel_digits_distance``
   (KID), ``real_reference`` (class-balanced real digits at n), ``fdd_ceiling``,
   ``class_accuracy``, ``within_class_diversity``, ``trajectory_deviation``.
-* :mod:`~reference.harness.stats` - ``summarize`` (mean and t interval over seeds),
+* `stats` - ``summarize`` (mean and t interval over seeds),
   ``paired_ratio`` (geometric mean of per-seed ratios), ``bootstrap_interval``.
-* :mod:`~reference.harness.seeds` - ``SEEDS``, ``N_QUALITY``, ``over_seeds`` (paired quality over
+* `seeds` - ``SEEDS``, ``N_QUALITY``, ``over_seeds`` (paired quality over
   noise seeds into a ``SeedTable``), ``real_reference_row``, ``quality_note``.
-* :mod:`~reference.harness.cost` - ``compare_latency`` (interleaved, median + IQR, bootstrap
+* `cost` - ``compare_latency`` (interleaved, median + IQR, bootstrap
   interval of the speedup), ``count_flops``, ``bytes_saved_for_backward``, ``count_parameters``,
   ``peak_rss_of``.
-* :mod:`~reference.harness.results` - what a benchmark returns (``Measurement`` of ``Row``,
+* `results` - what a benchmark returns (``Measurement`` of ``Row``,
   ``Headline``, ``aim``, ``note``, ``Figure``) and the result file the harness writes.
-* :mod:`~reference.harness.schema` - the result schema (JSON Schema + cross-checks), torch-free.
-* :mod:`~reference.harness.provenance` - hashes of all code and weights a result used; the check.
-* :mod:`~reference.harness.cli` - the one technique command line; the technique contract.
-* :mod:`~reference.harness.runner` - ``glossary bench``.
-* :mod:`~reference.harness.plots` - ``save_grid``, ``bar_chart``, ``curve_plot``.
+* `schema` - the result schema (JSON Schema + cross-checks), torch-free.
+* `provenance` - hashes of all code and weights a result used; the check.
+* `cli` - the one technique command line; the technique contract.
+* `runner` - ``glossary bench``.
+* `plots` - ``save_grid``, ``bar_chart``, ``curve_plot``.
 
-The data come from :mod:`reference.data`, the models from :mod:`reference.zoo`, the list of
-techniques from :mod:`reference.registry`.
+The data come from `reference.data`, the models from `reference.zoo`, the list of
+techniques from `reference.registry`.
 
 Writing a technique
--------------------
+===================
 A technique is the package ``reference/<slug with underscores>/`` registered in
-:mod:`reference.registry`: ``__init__.py`` (the teaching docstring and the public API), the
+`reference.registry`: ``__init__.py`` (the teaching docstring and the public API), the
 technique in files of at most ~300 lines, ``bench.py`` (the contract of
-:mod:`reference.harness.cli`: ``Config``, ``FULL``, ``QUICK``, ``OPTIONS``, ``benchmark(cfg, out)``
+`reference.harness.cli`: ``Config``, ``FULL``, ``QUICK``, ``OPTIONS``, ``benchmark(cfg, out)``
 and ``demo(cfg, out)``), ``locale/<lang>/LC_MESSAGES/<slug>.po`` (the words of its results, in
 es, ru and en) and the two-line ``__main__.py``. ``benchmark`` returns a ``Measurement``.
 
 The measurement rules every benchmark follows:
 
 * **Quality over paired seeds.** Every quality figure is measured on ``cfg.seeds`` (default
-  :data:`~reference.harness.seeds.SEEDS`, five) at ``N_QUALITY`` (256) samples by
-  :func:`~reference.harness.seeds.over_seeds`: on each seed, baseline, technique and control
+  `SEEDS`, five) at ``N_QUALITY`` (256) samples by
+  `over_seeds`: on each seed, baseline, technique and control
   start from the same noise and labels. Rows carry the mean, the 95% interval and the per-seed
   values (``SeedTable.row_fields``); quality ratios are paired (``SeedTable.ratio``). Report the
-  FDD and the KID; add :func:`~reference.harness.seeds.real_reference_row` and
-  :func:`~reference.harness.seeds.quality_note`.
-* **Latency** with :func:`~reference.harness.cost.compare_latency`: one process, interleaved, at
+  FDD and the KID; add `real_reference_row` and
+  `quality_note`.
+* **Latency** with `compare_latency`: one process, interleaved, at
   least 15 warmed-up rounds, the run's thread count (2 for standard runs); every speedup carries
   its bootstrap interval.
 * **Aims** are claims, judged on intervals (``aim(..., interval=...)`` gives met, missed or
@@ -55,7 +55,7 @@ The measurement rules every benchmark follows:
   upper bound of the measured quantity (a speedup above it is flagged as an anomaly),
   ``"estimate"`` otherwise (a FLOP or NFE ratio is not a bound on a latency ratio).
 
-A sketch::
+A sketch:
 
     def benchmark(cfg: Config, out: Path) -> Measurement:
         unet = frozen(zoo.load_teacher())

@@ -9,13 +9,13 @@ in its ``bench.py``, the technique contract:
     the committed benchmark, the seconds-long test configuration and the demo (``DEMO`` may be
     omitted: the demo then runs ``QUICK``);
 ``OPTIONS``
-    the ``Config`` fields a user may change from the command line (:class:`Option`), declared once;
+    the ``Config`` fields a user may change from the command line (`Option`), declared once;
 ``benchmark(cfg, out) -> Measurement``
     measures and writes its figures into ``out``;
 ``demo(cfg, out) -> None``
     prints a small comparison and writes a sample grid into ``out``.
 
-Usage::
+Usage:
 
     python -m reference.feature_caching                 # demo, artifacts/feature-caching/
     python -m reference.feature_caching --bench         # the committed result
@@ -27,7 +27,7 @@ count and no ``--out``; only a standard run writes ``reference/results/<slug>.js
 run writes to ``artifacts/`` (or ``--out``) and is marked ``"standard": false``, which
 ``glossary bench --check`` and the site refuse as a committed result. Every argument is checked
 before any model is loaded; one benchmark runs at a time (a lock in ``artifacts/``), and a
-full run waits for the machine to be idle (load average at most :func:`max_load`) and is refused
+full run waits for the machine to be idle (load average at most `max_load`) and is refused
 if another job competed with it.
 """
 
@@ -107,7 +107,7 @@ def wait_until_idle(limit: float, timeout: float = SETTLE_SECONDS, poll: float =
 class Option:
     """A ``Config`` field that the command line may change: ``--<name with dashes>``.
 
-    ``parse`` turns the argument into the field's value (``int``, ``float``, :func:`int_tuple`
+    ``parse`` turns the argument into the field's value (``int``, ``float``, `int_tuple`
     ...); the help text is the message ``option.<name>`` of the technique's catalog.
     """
 
@@ -261,7 +261,7 @@ def plan(
     out: Path | None,
     overrides: dict[str, Any],
 ) -> Plan:
-    """Check every argument and decide the output folder; raises :class:`UsageError`."""
+    """Check every argument and decide the output folder; raises `UsageError`."""
     if threads is not None and threads < 1:
         raise UsageError(f"--threads must be >= 1, got {threads}")
     _check_out(out)

@@ -1,8 +1,8 @@
 """Cost measurements: parameters, FLOPs, activation memory, peak RSS and interleaved latency.
 
 Latency: interleaved, warmed-up, fixed threads
-----------------------------------------------
-:func:`compare_latency` times a baseline and its alternatives **in one process, interleaved**:
+==============================================
+`compare_latency` times a baseline and its alternatives **in one process, interleaved**:
 after warm-up, every round runs each function once (in a rotating order), so slow drifts of the
 machine (other processes, frequency scaling, cache state) hit all of them alike. It reports the
 median and the inter-quartile range (IQR) of the per-call times rather than mean +- std, because
@@ -12,16 +12,16 @@ a shared 2-core machine more threads than cores only add noise. Production count
 ``torch.utils.benchmark.Timer`` (``blocked_autorange``) and ``pyperf``.
 
 FLOPs
------
-:func:`count_flops` uses ``torch.utils.flop_counter.FlopCounterMode``, which counts the
+=====
+`count_flops` uses ``torch.utils.flop_counter.FlopCounterMode``, which counts the
 floating-point operations of matrix multiplications and convolutions (a multiply-add = 2 FLOPs;
 ``nn.Linear(i, o)`` on a batch of ``b`` rows costs ``2 * b * i * o``). Element-wise operations,
 normalisation and softmax are not counted, so FLOPs are a lower bound that tracks the dense
 compute which pruning, low-rank factorisation and caching remove - not latency.
 
 Activation memory
------------------
-:func:`bytes_saved_for_backward` installs ``torch.autograd.graph.saved_tensors_hooks`` and adds
+=================
+`bytes_saved_for_backward` installs ``torch.autograd.graph.saved_tensors_hooks`` and adds
 up ``numel * element_size`` of every tensor autograd saves for the backward pass while ``fn``
 runs. Tensors are deduplicated by (storage pointer, storage offset, shape, stride), so a tensor
 saved by several operations is counted once. Parameters (``nn.Parameter`` objects and views of
@@ -31,11 +31,11 @@ count is exact for what autograd retains; allocator fragmentation and temporary 
 included (``torch.cuda.max_memory_allocated`` measures those on a GPU).
 
 Peak RSS
---------
-:func:`peak_rss_bytes` is the high-water mark of the resident set of the **whole process since
+========
+`peak_rss_bytes` is the high-water mark of the resident set of the **whole process since
 it started** (``VmHWM`` in ``/proc/self/status`` on Linux, ``getrusage`` ``ru_maxrss``
 elsewhere); it never goes down, so two configurations can only be compared in separate processes
-(:func:`peak_rss_of`). Pitfall: ``ru_maxrss`` is inherited through ``fork`` and kept across
+(`peak_rss_of`). Pitfall: ``ru_maxrss`` is inherited through ``fork`` and kept across
 ``exec`` on Linux, so a child started from a big parent reports at least the parent's peak;
 ``VmHWM`` belongs to the new address space and does not have this problem.
 """
@@ -157,7 +157,7 @@ class LatencyStats:
 
 @dataclass(frozen=True)
 class LatencyComparison:
-    """Result of :func:`compare_latency`.
+    """Result of `compare_latency`.
 
     ``stats[name]`` per function; ``speedup[name] = median(baseline) / median(name)`` (> 1 means
     faster than the baseline); ``threads`` the torch thread count used.
@@ -188,11 +188,11 @@ class LatencyComparison:
         against: str | None = None,
     ) -> tuple[float, float]:
         """Percentile-bootstrap interval of ``speedup[name]`` over timing rounds (of
-        :meth:`speedup_over` ``against`` another function, when given).
+        `speedup_over` ``against`` another function, when given).
 
         Rounds are resampled with replacement, keeping each round's pair of times together
         (both functions ran in the same round, under the same machine state), and the ratio of
-        medians is recomputed per resample (:func:`reference.harness.stats.bootstrap_interval`).
+        medians is recomputed per resample (`reference.harness.stats.bootstrap_interval`).
         """
         from .stats import bootstrap_interval
 

@@ -1,10 +1,10 @@
 """Small figure helpers (matplotlib's object API with the Agg canvas; no display needed).
 
-* :func:`save_grid` - a PNG grid of image samples (pixels in [-1, 1]), nearest-neighbour upscaled.
-* :func:`bar_chart` - one metric for baseline / technique / control rows, with IQR error bars.
-* :func:`curve_plot` - one or more y(x) curves (e.g. quality against NFE, latency against depth).
+* `save_grid` - a PNG grid of image samples (pixels in [-1, 1]), nearest-neighbour upscaled.
+* `bar_chart` - one metric for baseline / technique / control rows, with IQR error bars.
+* `curve_plot` - one or more y(x) curves (e.g. quality against NFE, latency against depth).
 
-Figures of a result go next to its JSON (:func:`reference.harness.results.output_dir`) and are
+Figures of a result go next to its JSON (`reference.harness.results.output_dir`) and are
 listed by file name in ``BenchmarkResult.figures``.
 """
 

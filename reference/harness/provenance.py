@@ -5,14 +5,14 @@ A result records the sha256 of
 * every file of its technique package (its translations under ``locale/`` excepted: words do not
   change numbers),
 * every file of the shared code it ran on: ``reference/harness``, the zoo's code,
-  ``reference/data.py`` and ``reference/registry.py`` (:func:`covered_files`),
+  ``reference/data.py`` and ``reference/registry.py`` (`covered_files`),
 * every weight file the benchmark loaded, as the zoo's loader verified it
-  (:data:`reference.zoo.store.LOADED_WEIGHTS`, recorded while loading, never listed by hand),
+  (`reference.zoo.store.LOADED_WEIGHTS`, recorded while loading, never listed by hand),
 
 plus the data set's fingerprint, the versions, the machine, the thread count, the load average at
 start and end, the commit and whether any covered file had uncommitted changes.
 
-:func:`check_results` (``glossary bench --check``) recomputes all of it and names the result and
+`check_results` (``glossary bench --check``) recomputes all of it and names the result and
 the file on any mismatch: a changed, added or removed covered file, a changed weight file, a
 result recorded from a dirty tree, one that is missing, not the standard run, or invalid.
 """
@@ -151,7 +151,7 @@ def _clear_caches() -> None:
 def provenance(
     technique: Technique, record: dict[str, Any], threads: int, command: str
 ) -> dict[str, Any]:
-    """The ``provenance`` object of a result measured now (after :func:`recording`)."""
+    """The ``provenance`` object of a result measured now (after `recording`)."""
     from reference.data import fingerprint
 
     files = covered_files(technique)

@@ -1,40 +1,40 @@
 """Sample-quality metrics on the digits: the Fréchet and kernel digits distances and friends.
 
 Fréchet digits distance (FDD) - an FID analog, **not** FID
-------------------------------------------------------------
+==========================================================
 FID (Heusel et al. 2017, arXiv:1706.08500) fits a Gaussian to Inception-v3 features of real and
-of generated images and reports the Fréchet (2-Wasserstein) distance between the two Gaussians::
+of generated images and reports the Fréchet (2-Wasserstein) distance between the two Gaussians:
 
     FD = ||mu_a - mu_b||^2 + tr(S_a) + tr(S_b) - 2 tr((S_a^{1/2} S_b S_a^{1/2})^{1/2})   (1)
 
 Inception features mean nothing on 16x16 digits, so the FDD uses the same formula on the 64-d
-penultimate features of the zoo's digits classifier (:class:`reference.zoo.nets.DigitsClassifier`)
+penultimate features of the zoo's digits classifier (`reference.zoo.nets.DigitsClassifier`)
 and takes the 300 held-out **test** digits as the real distribution. FDD numbers are therefore
 only comparable with other FDD numbers of this project, never with published FID values.
 
 Kernel digits distance (KID analog)
------------------------------------
+===================================
 KID (Bińkowski, Sutherland, Arbel and Gretton 2018, "Demystifying MMD GANs", arXiv:1801.01401)
 is the squared maximum mean discrepancy between the two feature sets with the cubic polynomial
-kernel ``k(x, y) = (x·y / d + 1)^3``, estimated without bias (:func:`kernel_distance`, (7)-(8)).
+kernel ``k(x, y) = (x·y / d + 1)^3``, estimated without bias (`kernel_distance`, (7)-(8)).
 It needs no Gaussian assumption and its expectation does not depend on the sample size, which
 makes it the second opinion the benchmarks report beside the FDD, on the same features.
 
 Real-data reference
--------------------
-:func:`real_reference` scores class-balanced sets of real training digits at the benchmark's n
+===================
+`real_reference` scores class-balanced sets of real training digits at the benchmark's n
 (mean and central 95% range over 50 draws). Generated sets are class-balanced
-(:func:`~reference.harness.sampling.class_labels`), so an unbalanced real draw would be an
+(`class_labels`), so an unbalanced real draw would be an
 unfair yardstick: it scores worse than a balanced one and makes a model look "better than real".
 
 Pitfalls
---------
+========
 * The Fréchet distance of finite samples is biased upwards; the bias shrinks like 1/N and also
   depends on the model being evaluated (Chong & Forsyth 2020, arXiv:1911.07023). Compare methods
   at the **same N** (every benchmark uses 256 unless it says why not), read ratios rather than
-  absolute values, and read a number against :func:`real_reference` at that N. KID is unbiased
+  absolute values, and read a number against `real_reference` at that N. KID is unbiased
   but noisier at small N.
-* Differences smaller than the interval over noise seeds (:mod:`reference.harness.stats`) are no
+* Differences smaller than the interval over noise seeds (`reference.harness.stats`) are no
   difference.
 * The matrix square root is computed from a symmetric eigen-decomposition
   (``S_a^{1/2} S_b S_a^{1/2}`` is symmetric PSD), which is exact up to rounding and never produces
@@ -132,14 +132,14 @@ def frechet_digits_distance(samples: torch.Tensor, reference: FeatureStats | Non
     """FDD of ``samples`` ``[N, 1, 16, 16]`` in [-1, 1] against the test digits (lower = better).
 
     An FID analog (1) on the zoo classifier's features; not comparable with FID. Biased by N:
-    compare at equal N and against :func:`real_reference` at that N.
+    compare at equal N and against `real_reference` at that N.
     """
     return frechet_distance(feature_stats(samples), reference or reference_stats())
 
 
 def kernel_distance(fa: np.ndarray, fb: np.ndarray) -> float:
     """Unbiased squared MMD between feature sets ``fa`` [m, d] and ``fb`` [n, d] with the cubic
-    polynomial kernel of KID (Bińkowski et al. 2018, arXiv:1801.01401)::
+    polynomial kernel of KID (Bińkowski et al. 2018, arXiv:1801.01401):
 
         k(x, y) = (x·y / d + 1)^3                                                   (7)
         MMD²_u = Σ_{i≠j} k(a_i, a_j) / (m(m-1)) + Σ_{i≠j} k(b_i, b_j) / (n(n-1))
@@ -177,7 +177,7 @@ def kernel_digits_distance(samples: torch.Tensor) -> float:
 
 
 def balanced_subset(labels: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
-    """Indices of ``n`` items with the class counts of :func:`~reference.harness.sampling.
+    """Indices of ``n`` items with the class counts of `
     class_labels` (``n // 10`` per class, the first ``n % 10`` classes one more), drawn without
     replacement within each class."""
     picks = []
@@ -255,7 +255,7 @@ def within_class_diversity(samples: torch.Tensor, labels: torch.Tensor | None = 
 
     Averaged over classes with at least two samples. ``labels=None`` groups by the classifier's
     predicted class (for unconditional samples). Mode collapse drives it towards 0; compare with
-    the same statistic of real digits (:func:`real_diversity`).
+    the same statistic of real digits (`real_diversity`).
     """
     feats = classifier_features(samples)
     groups = labels if labels is not None else classifier_logits(samples).argmax(1)
@@ -275,7 +275,7 @@ def within_class_diversity(samples: torch.Tensor, labels: torch.Tensor | None = 
 
 @lru_cache(maxsize=1)
 def real_diversity() -> float:
-    """:func:`within_class_diversity` of the test digits (with their true labels)."""
+    """`within_class_diversity` of the test digits (with their true labels)."""
     x, y = load_digits_tensors("test")
     return within_class_diversity(x, y)
 

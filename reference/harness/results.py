@@ -1,12 +1,12 @@
 """What a benchmark returns and what the harness writes: typed records for result files.
 
-A technique's ``benchmark(cfg, out)`` returns a :class:`Measurement` (the language-neutral
+A technique's ``benchmark(cfg, out)`` returns a `Measurement` (the language-neutral
 body: settings, metrics, rows, headline, aims, notes, figures). The harness wraps it into a
-:class:`BenchmarkResult` with the envelope it alone knows (slug, module, whether the run was the
+`BenchmarkResult` with the envelope it alone knows (slug, module, whether the run was the
 standard one, the options that differed, provenance) and writes ``<slug>.json`` atomically after
-validating it against :mod:`reference.harness.schema`.
+validating it against `reference.harness.schema`.
 
-Writing a row, an aim and a note::
+Writing a row, an aim and a note:
 
     Row("dc3", {"method": "deepcache", "interval": 3, "steps": 50}, "technique",
         {"latency_ms": 812.0, "fd_digits": 6.1}, spread={"latency_ms": 20.0})
@@ -15,7 +15,7 @@ Writing a row, an aim and a note::
 
 Every id (``deepcache`` as a configuration method, ``speedup-vs-baseline`` as an aim, a note id,
 a custom metric, a figure caption) is a message in the technique's gettext catalog
-(``reference/<package>/locale``) or in the shared ``results`` catalog; :func:`write_result`
+(``reference/<package>/locale``) or in the shared ``results`` catalog; `write_result`
 refuses a result that uses an id the English catalog does not define.
 """
 
@@ -60,8 +60,8 @@ STANDARD_METRICS: dict[str, Metric] = {
 
 
 def metrics(*keys: str, **custom: Metric) -> dict[str, Metric]:
-    """Pick :data:`STANDARD_METRICS` by id, in order, and add a technique's own ``custom`` ones
-    (named in its catalog as ``metric.<id>``)::
+    """Pick `STANDARD_METRICS` by id, in order, and add a technique's own ``custom`` ones
+    (named in its catalog as ``metric.<id>``):
 
         metrics("latency_ms", "fd_digits", full_steps=Metric("", "lower"))
     """
@@ -108,7 +108,7 @@ class Headline:
 @dataclass
 class Aim:
     """A claim tested by the benchmark: ``measured <comparison> target``, judged on ``interval``
-    when there is one (see :func:`reference.harness.schema.aim_state`)."""
+    when there is one (see `reference.harness.schema.aim_state`)."""
 
     id: str
     params: Params
@@ -143,7 +143,7 @@ def aim(
     interval: tuple[float, float] | None = None,
     **params: Any,
 ) -> Aim:
-    """An :class:`Aim` with its state computed; ``params`` are quoted by its message."""
+    """An `Aim` with its state computed; ``params`` are quoted by its message."""
     value = None if measured is None else float(measured)
     span = None if interval is None else (float(interval[0]), float(interval[1]))
     state = aim_state(comparison, float(target), value, span)
@@ -151,7 +151,7 @@ def aim(
 
 
 def note(id: str, **params: Any) -> Note:
-    """A :class:`Note` quoting ``params`` (numbers, booleans or identifiers)."""
+    """A `Note` quoting ``params`` (numbers, booleans or identifiers)."""
     return Note(id, dict(params))
 
 
@@ -175,7 +175,7 @@ def speedup_headline(
     quality_metric: str | None = "fd_digits",
     memory_ratio: float | None = None,
 ) -> Headline:
-    """The :class:`Headline` of ``row`` whose speedup and 95% interval come from the latency
+    """The `Headline` of ``row`` whose speedup and 95% interval come from the latency
     comparison ``lat`` (``key`` names the timed function, default ``row``)."""
     key = key or row
     return Headline(
@@ -206,7 +206,7 @@ class Measurement:
 
 @dataclass
 class BenchmarkResult:
-    """A whole result file: the harness's envelope around a technique's :class:`Measurement`."""
+    """A whole result file: the harness's envelope around a technique's `Measurement`."""
 
     slug: str
     module: str

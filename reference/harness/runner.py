@@ -1,19 +1,19 @@
 """``glossary bench``: run registered benchmarks one after another, or check committed results.
 
-Usage::
+Usage:
 
     glossary bench [TECHNIQUE ...] [--quick] [--threads N] [--out DIR] [--traceback]
     glossary bench --check [TECHNIQUE ...]
 
-Without ``TECHNIQUE`` every technique of :mod:`reference.registry` runs. Each run is exactly what
-``python -m reference.<package> --bench`` does (:func:`reference.harness.cli.plan` and
-:func:`~reference.harness.cli.run_benchmark`): the standard configuration writes the committed
+Without ``TECHNIQUE`` every technique of `reference.registry` runs. Each run is exactly what
+``python -m reference.<package> --bench`` does (`reference.harness.cli.plan` and
+`run_benchmark`): the standard configuration writes the committed
 ``reference/results/<slug>.json``; ``--quick``, ``--threads`` or ``--out`` make it non-standard
 and write under ``artifacts/``.
 
 ``--check`` runs nothing: it fails (exit 1), one line per problem naming the result and the file,
 if a result is missing, invalid, non-standard, recorded from a dirty tree, or stale (a covered
-source file or a loaded weight file changed; see :mod:`reference.harness.provenance`).
+source file or a loaded weight file changed; see `reference.harness.provenance`).
 """
 
 from __future__ import annotations

@@ -1,36 +1,36 @@
 """A small, readable sampling loop shared by every baseline, technique and control.
 
 Idea
-----
+====
 A diffusion sampler alternates two things: evaluate the denoiser on the current noisy sample,
 then let a *scheduler* (DDPM, DDIM, DPM-Solver, ...) turn that prediction into the next, less
 noisy sample. Keeping the loop in one place means a technique and its baseline differ only in
 what the technique changes, and "same sampler at the same NFE" controls are one call away.
 
-The denoiser is any callable ``eps_fn(x_t, t, labels) -> eps`` (an :data:`EpsFn`):
+The denoiser is any callable ``eps_fn(x_t, t, labels) -> eps`` (an `EpsFn`):
 
 * ``x_t``: the current sample ``[N, C, H, W]`` (already passed through
   ``scheduler.scale_model_input``);
 * ``t``: a 1-D tensor ``[N]`` with the scheduler's timestep for every row;
-* ``labels``: int64 ``[N]``, digits 0-9 or :data:`~reference.data.NULL_CLASS` (10) for
+* ``labels``: int64 ``[N]``, digits 0-9 or `NULL_CLASS` (10) for
   "no label". It is never ``None``: unconditional sampling passes the null class everywhere.
 
 It returns the predicted noise epsilon (the zoo's diffusion models are epsilon-prediction models,
-Ho et al. 2020, arXiv:2006.11239). :func:`model_eps_fn` wraps a diffusers ``UNet2DModel`` or
+Ho et al. 2020, arXiv:2006.11239). `model_eps_fn` wraps a diffusers ``UNet2DModel`` or
 ``DiTTransformer2DModel``.
 
 Classifier-free guidance (Ho & Salimans 2022, arXiv:2207.12598) is built in:
 ``eps = eps_uncond + s * (eps_cond - eps_uncond)`` with ``s = guidance_scale``; the conditional and
 the unconditional rows are evaluated in **one** batched call, so it costs one call per step but
-twice the rows (see :class:`NFECounter`). ``guidance_scale=1`` means plain conditional sampling.
+twice the rows (see `NFECounter`). ``guidance_scale=1`` means plain conditional sampling.
 
 Pitfalls
---------
+========
 * The loop runs under ``torch.no_grad()``; a denoiser that needs gradients (classifier guidance)
   must open ``torch.enable_grad()`` itself.
 * Schedulers keep state (multistep solvers remember earlier outputs): build a fresh scheduler per
-  call (:func:`reference.zoo.teacher_scheduler` does), never share one between two loops.
-* Fix the initial noise with :func:`make_noise` so that a technique and its baseline start from
+  call (`reference.zoo.teacher_scheduler` does), never share one between two loops.
+* Fix the initial noise with `make_noise` so that a technique and its baseline start from
   identical ``x_T``; per-sample deviation metrics (MSE/PSNR) are only meaningful then.
 
 In production the same loop is ``diffusers.DiffusionPipeline.__call__`` (e.g. ``DDIMPipeline``,
@@ -50,7 +50,7 @@ import torch
 from reference.data import NULL_CLASS
 
 EpsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-"""``eps_fn(x_t, t, labels) -> eps``: the denoiser protocol of :func:`sample`."""
+"""``eps_fn(x_t, t, labels) -> eps``: the denoiser protocol of `sample`."""
 
 IMAGE_SHAPE = (1, 16, 16)
 """Shape of one pixel-space sample of the zoo (channels, height, width)."""
@@ -74,7 +74,7 @@ def class_labels(n: int, num_classes: int = 10) -> torch.Tensor:
 
 
 def model_eps_fn(model: torch.nn.Module) -> EpsFn:
-    """Wrap a diffusers ``UNet2DModel`` or ``DiTTransformer2DModel`` as an :data:`EpsFn`."""
+    """Wrap a diffusers ``UNet2DModel`` or ``DiTTransformer2DModel`` as an `EpsFn`."""
 
     def eps_fn(x_t: torch.Tensor, t: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return model(x_t, t, class_labels=labels, return_dict=False)[0]
@@ -94,7 +94,7 @@ def frozen(model: ModuleT) -> ModuleT:
 
 @dataclass
 class NFECounter:
-    """An :data:`EpsFn` wrapper that counts how often the denoiser is called.
+    """An `EpsFn` wrapper that counts how often the denoiser is called.
 
     ``nfe`` counts calls (one per sampler step for DDIM, two for Heun-type steps; a classifier-free
     guided step is one batched call). ``rows`` counts evaluated batch rows, so CFG shows up as
@@ -160,9 +160,9 @@ def sample(
     """Run a diffusers ``scheduler`` for ``steps`` steps from ``noise`` with denoiser ``eps_fn``.
 
     Args:
-        eps_fn: the denoiser, see :data:`EpsFn` (wrap it in :func:`count_nfe` to count calls).
+        eps_fn: the denoiser, see `EpsFn` (wrap it in `count_nfe` to count calls).
         scheduler: a **fresh** diffusers scheduler (``set_timesteps`` is called here).
-        noise: initial ``x_T`` from :func:`make_noise`; scaled by ``init_noise_sigma``.
+        noise: initial ``x_T`` from `make_noise`; scaled by ``init_noise_sigma``.
         steps: number of scheduler steps (``num_inference_steps``).
         labels: int64 ``[N]`` class labels; ``None`` = unconditional (null class everywhere).
         guidance_scale: classifier-free guidance scale ``s`` (1 = none); needs ``labels``.
@@ -224,7 +224,7 @@ def teacher_samples(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The standard baseline: ``(samples, labels)`` of the zoo teacher, cached in-process.
 
-    ``n`` samples from ``make_noise(n, seed)`` with balanced labels :func:`class_labels` (or the
+    ``n`` samples from ``make_noise(n, seed)`` with balanced labels `class_labels` (or the
     null class when ``conditional=False``), ``steps`` steps of ``scheduler`` (a diffusers class
     name) and classifier-free guidance ``guidance_scale``. Returns copies.
     """

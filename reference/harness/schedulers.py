@@ -1,7 +1,7 @@
 """The zoo's samplers, configured alike: the diffusers schedulers every benchmark builds.
 
 Idea
-----
+====
 A comparison of samplers is only fair when each runs with the settings the model needs. For
 the zoo teacher (trained with clipped samples in [-1, 1], cosine schedule, 1000 steps) that is:
 
@@ -18,7 +18,7 @@ the zoo teacher (trained with clipped samples in [-1, 1], cosine schedule, 1000 
   second-order extrapolation into ``sigma = 0`` is unstable at few steps.
 
 Pitfalls
---------
+========
 * Without thresholding the multistep solvers overshoot the data range at 4-8 steps and their
   Fréchet distance explodes; a search over samplers without these settings finds the settings'
   fault, not the sampler's.
@@ -69,7 +69,7 @@ def check_scheduler(name: str) -> None:
 
 
 def make_scheduler(name: str, *, clip: bool = True) -> Any:
-    """A fresh diffusers scheduler ``name`` (see :data:`SCHEDULERS`) on the zoo's schedule, with
+    """A fresh diffusers scheduler ``name`` (see `SCHEDULERS`) on the zoo's schedule, with
     trailing spacing; ``clip=False`` turns off the x0 clipping (``clip_sample``, ``thresholding``).
     """
     from reference import zoo

@@ -4,13 +4,13 @@ A result file ``reference/results/<slug>.json`` is language-neutral: it holds id
 parameters and numbers, never a sentence. Metric ids, configuration ids with their parameters
 (``{"method": "deepcache", "interval": 3}``), role ids, aims as structured comparisons and notes
 as message ids with parameters; the CLI and the site render the words from the gettext catalogs
-(:mod:`glossary.resulttext`).
+(`glossary.resulttext`).
 
 The shape is ``result.schema.json`` beside this module (JSON Schema 2020-12, checked with the
-``jsonschema`` package); :func:`validate_result` adds what a JSON Schema cannot say: row ids are
+``jsonschema`` package); `validate_result` adds what a JSON Schema cannot say: row ids are
 unique and every value names a declared metric, the headline names a row, each aim's state follows
-from its numbers (:func:`aim_state`), and a speedup above its analytic bound carries the anomaly
-flag (:func:`expected_anomalies`). The site's loader calls the same function, so a file that the
+from its numbers (`aim_state`), and a speedup above its analytic bound carries the anomaly
+flag (`expected_anomalies`). The site's loader calls the same function, so a file that the
 harness would refuse is never rendered.
 
 This module imports only the standard library and ``jsonschema``: the site and the ``glossary``

@@ -1,18 +1,18 @@
 """Paired quality measurements over noise seeds: what every benchmark's quality figures are.
 
 Idea
-----
-Every quality figure of a benchmark is measured on :data:`SEEDS` (five noise seeds) at
-:data:`N_QUALITY` samples, **paired**: for seed ``s`` every configuration (baseline, technique,
+====
+Every quality figure of a benchmark is measured on `SEEDS` (five noise seeds) at
+`N_QUALITY` samples, **paired**: for seed ``s`` every configuration (baseline, technique,
 control) samples from the same initial noise ``make_noise(n, s)`` and the same labels, so the
 per-seed ratio technique / baseline removes the part of the variation the configurations share.
-:func:`over_seeds` runs the samplers seed by seed and collects whatever a benchmark measures
-into a :class:`SeedTable`; the table gives means with 95% t intervals, paired ratios and paired
-differences (:mod:`reference.harness.stats`) and the fields of a result :class:`~.results.Row`.
+`over_seeds` runs the samplers seed by seed and collects whatever a benchmark measures
+into a `SeedTable`; the table gives means with 95% t intervals, paired ratios and paired
+differences (`reference.harness.stats`) and the fields of a result `Row`.
 
 Math
-----
-With per-seed values ``q_{c,s}`` of configuration ``c``::
+====
+With per-seed values ``q_{c,s}`` of configuration ``c``:
 
     value(c)      = mean_s q_{c,s}                          with its t interval   (1)
     ratio(c, b)   = exp(mean_s log(q_{c,s} / q_{b,s}))     with its t interval   (2)
@@ -22,12 +22,12 @@ With per-seed values ``q_{c,s}`` of configuration ``c``::
 scores real digits slightly below zero).
 
 Pitfalls
---------
+========
 * Pairing holds only if every sampler uses the seed it is given for **all** its randomness
   (initial noise and, for stochastic samplers, the per-step noise generator).
-* Different seeds must give independent noise: :func:`~reference.harness.sampling.make_noise`
+* Different seeds must give independent noise: `make_noise`
   seeds its own generator, so seed 1 is not a shifted copy of seed 0.
-* Latency is measured separately (:func:`~reference.harness.cost.compare_latency`) on its own
+* Latency is measured separately (`compare_latency`) on its own
   batch; quality seeds do not enter timings.
 """
 

@@ -1,7 +1,7 @@
 """Statistics of the benchmarks: means over noise seeds, paired ratios and their 95% intervals.
 
 Idea
-----
+====
 A quality figure of a sampler depends on the initial noise it was given. One noise draw gives
 one number and no idea how far the next draw would move it; the benchmarks therefore repeat
 every quality measurement over ``S >= 5`` noise seeds and report the mean with a 95% interval.
@@ -11,8 +11,8 @@ variation that the configurations share, and its interval is much narrower than 
 two independent means.
 
 Math
-----
-For per-seed values ``x_1 .. x_S``::
+====
+For per-seed values ``x_1 .. x_S``:
 
     mean       x̄ = (1/S) Σ_s x_s                                               (1)
     std. dev.  sd = sqrt( Σ_s (x_s - x̄)^2 / (S - 1) )                           (2)
@@ -20,34 +20,34 @@ For per-seed values ``x_1 .. x_S``::
 
 (Student's t interval; ``t_{0.975,4} = 2.776`` for five seeds.) For a ratio of paired values
 ``a_s / b_s`` (technique over baseline) the summary lives on the log scale, where a ratio and
-its inverse are symmetric::
+its inverse are symmetric:
 
     l_s = log(a_s / b_s)                                                        (4)
     ratio = exp(l̄),  interval = exp(l̄ ± t_{0.975, S-1} · sd(l) / sqrt(S))       (5)
 
 so the headline ratio is the geometric mean of the per-seed ratios. For statistics without a
-closed-form interval (a ratio of medians of timing rounds) :func:`bootstrap_interval` resamples
+closed-form interval (a ratio of medians of timing rounds) `bootstrap_interval` resamples
 the paired units with replacement and reads the 2.5% and 97.5% percentiles of the statistic
-(the percentile bootstrap)::
+(the percentile bootstrap):
 
     θ*_b = θ(resample_b),  interval = [q_{0.025}(θ*), q_{0.975}(θ*)]            (6)
 
 Primary sources
----------------
+===============
 * Student (W. S. Gosset), "The probable error of a mean", Biometrika 6(1), 1908 - the t interval.
 * B. Efron, "Bootstrap methods: another look at the jackknife", Annals of Statistics 7(1), 1979.
 * B. Efron and R. Tibshirani, "An Introduction to the Bootstrap", Chapman & Hall, 1993 - the
   percentile interval and its coverage.
 
 Pitfalls
---------
+========
 * The interval covers the **noise-seed** variation of one trained model, not the variation
   between training runs, nor the small-sample bias of a metric: a Fréchet distance at n = 256 is
-  biased upwards by an amount that depends on the model (see :mod:`reference.harness.quality`),
+  biased upwards by an amount that depends on the model (see `reference.harness.quality`),
   so compare configurations at the same n and read ratios, not absolute distances.
 * Five seeds give wide intervals (the t quantile is 2.78, not 1.96): an interval that straddles
   the target is an honest "inconclusive", not a failure of the statistics.
-* Ratios of values that can be zero or negative have no log: :func:`paired_ratio` refuses them
+* Ratios of values that can be zero or negative have no log: `paired_ratio` refuses them
   instead of returning nonsense.
 * A percentile bootstrap of a median over 15 rounds is coarse (the median takes few distinct
   values); it is used for latency ratios only, where rounds are the paired unit.
@@ -68,7 +68,7 @@ CONFIDENCE = 0.95
 class Summary:
     """A statistic over seeds: its value, its 95% interval and the per-seed values it came from.
 
-    For :func:`summarize` the value is the arithmetic mean (1); for :func:`paired_ratio` the
+    For `summarize` the value is the arithmetic mean (1); for `paired_ratio` the
     geometric mean of the per-seed ratios (5), and ``seeds`` holds those ratios.
     """
 
@@ -110,7 +110,7 @@ def mean_interval(
 
 
 def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summary:
-    """:class:`Summary` of per-seed ``values``: mean (1) and t interval (3)."""
+    """`Summary` of per-seed ``values``: mean (1) and t interval (3)."""
     mean, interval = mean_interval(values, confidence)
     return Summary(mean, interval, tuple(float(v) for v in values))
 

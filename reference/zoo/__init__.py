@@ -1,10 +1,10 @@
 """The tiny model zoo: every reference implementation runs on these models.
 
-All models are trained on the 16x16 digits of :mod:`reference.data` by
+All models are trained on the 16x16 digits of `reference.data` by
 ``scripts/train_zoo.py`` on a CPU in minutes; their weights (safetensors, float32) and a
 manifest (configuration, seed, steps, batch, learning rate, final loss, training time, command,
 sha256 of every file, library versions) are committed under ``reference/zoo/``. Loading never
-touches the network; a missing or corrupted file raises :class:`ZooError` naming the file and
+touches the network; a missing or corrupted file raises `ZooError` naming the file and
 the command that rebuilds it.
 
 ==================  ==============================  ==========================================
@@ -12,21 +12,21 @@ name                class                           role
 ==================  ==============================  ==========================================
 ``teacher``         ``diffusers.UNet2DModel``       pixel-space class-conditional denoiser
 ``dit``             ``diffusers.DiTTransformer2DModel``  the same task with a transformer
-``classifier``      :class:`~.nets.DigitsClassifier`      clean classifier, FDD features
-``noisy_classifier``  :class:`~.nets.NoisyDigitsClassifier`  ``p(y | x_t, t)``, guidance
+``classifier``      `DigitsClassifier`      clean classifier, FDD features
+``noisy_classifier``  `NoisyDigitsClassifier`  ``p(y | x_t, t)``, guidance
 ``vae``             ``diffusers.AutoencoderKL``     16x16x1 <-> 4x4x4 latents
 ``latent_teacher``  ``diffusers.UNet2DModel``       class-conditional denoiser on latents
 ==================  ==============================  ==========================================
 
 Conventions shared by the diffusion models: epsilon prediction, the 1000-step cosine schedule
-of :func:`teacher_scheduler_config`, labels 0-9 plus the null class 10 (trained with label
+of `teacher_scheduler_config`, labels 0-9 plus the null class 10 (trained with label
 dropout, so one set of weights serves conditional, unconditional and classifier-free guided
 sampling). Every loader returns a fresh module in ``eval()`` mode with ``requires_grad`` left
 on, so techniques may modify or fine-tune it without affecting other callers.
 
 Technique modules add their students (distilled, pruned, MoE ...) through
-the registry (:func:`reference.registry.zoo_extension_modules`); see
-:mod:`reference.zoo.specs` for how.
+the registry (`reference.registry.zoo_extension_modules`); see
+`reference.zoo.specs` for how.
 """
 
 from __future__ import annotations
@@ -121,12 +121,12 @@ def load_dit(zoo_dir: Path | None = None) -> nn.Module:
 
 
 def load_classifier(zoo_dir: Path | None = None) -> nn.Module:
-    """The clean :class:`~.nets.DigitsClassifier` (``features(x)``, ``forward(x)``), eval mode."""
+    """The clean `DigitsClassifier` (``features(x)``, ``forward(x)``), eval mode."""
     return load("classifier", zoo_dir)
 
 
 def load_noisy_classifier(zoo_dir: Path | None = None) -> nn.Module:
-    """The time-conditioned :class:`~.nets.NoisyDigitsClassifier` ``(x_t, t) -> logits``."""
+    """The time-conditioned `NoisyDigitsClassifier` ``(x_t, t) -> logits``."""
     return load("noisy_classifier", zoo_dir)
 
 

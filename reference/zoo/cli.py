@@ -1,6 +1,6 @@
 """``python scripts/train_zoo.py``: train zoo models, write weights + manifest, draw sample grids.
 
-Examples::
+Examples:
 
     python scripts/train_zoo.py                       # the whole zoo (dependencies first)
     python scripts/train_zoo.py --only teacher,dit    # some models

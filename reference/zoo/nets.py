@@ -1,9 +1,9 @@
 """The zoo's own small networks (the diffusion models and the VAE are stock diffusers classes).
 
-* :class:`DigitsClassifier` - a Conv-BN-ReLU CNN on clean 16x16 digits. Its penultimate 64-d
-  features define the Fréchet digits distance (:mod:`reference.harness.quality`), and its
+* `DigitsClassifier` - a Conv-BN-ReLU CNN on clean 16x16 digits. Its penultimate 64-d
+  features define the Fréchet digits distance (`reference.harness.quality`), and its
   Conv-BN pairs are the material of convolution/BatchNorm fusion.
-* :class:`NoisyDigitsClassifier` - a time-conditioned classifier ``p(y | x_t, t)`` trained on
+* `NoisyDigitsClassifier` - a time-conditioned classifier ``p(y | x_t, t)`` trained on
   digits noised with the teacher's schedule, for classifier guidance (Dhariwal & Nichol 2021,
   arXiv:2105.05233).
 """
@@ -90,7 +90,7 @@ class TimeConvBlock(nn.Module):
 class NoisyDigitsClassifier(nn.Module):
     """``logits = f(x_t, t)``: the classifier of classifier guidance.
 
-    Same layout as :class:`DigitsClassifier`, with GroupNorm instead of BatchNorm (no batch
+    Same layout as `DigitsClassifier`, with GroupNorm instead of BatchNorm (no batch
     statistics, so gradients w.r.t. ``x_t`` of one sample do not depend on the others) and a
     sinusoidal timestep embedding added as a per-channel bias in every block.
     """

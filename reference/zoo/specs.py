@@ -1,16 +1,16 @@
 """The registry of zoo models: ``SPECS[name] -> ZooSpec`` (configuration + build + train).
 
 Adding a model (e.g. a distilled or pruned student)
----------------------------------------------------
+===================================================
 1. Write ``build(config: dict) -> nn.Module`` (constructs the architecture, untrained) and
-   ``train(ctx: TrainContext) -> TrainOutcome`` (see :mod:`reference.zoo.training`; most models
-   only define a ``batch_loss(model, step)`` and call :func:`~reference.zoo.training.fit`).
+   ``train(ctx: TrainContext) -> TrainOutcome`` (see `reference.zoo.training`; most models
+   only define a ``batch_loss(model, step)`` and call `fit`).
    Refer to them as ``"reference.my_module:build_student"`` strings so that nothing is imported
    before it is needed.
 2. Put ``ZOO_SPECS = {"my_student": ZooSpec(..., requires=("teacher",))}`` in a module of your
    technique (``requires`` lists the zoo models that training loads with ``ctx.load``), and name
-   that submodule as the technique's ``zoo_specs`` in :mod:`reference.registry`.
-   :func:`load_extensions` merges it into :data:`SPECS` on first use.
+   that submodule as the technique's ``zoo_specs`` in `reference.registry`.
+   `load_extensions` merges it into `SPECS` on first use.
 3. ``python scripts/train_zoo.py --only my_student`` trains it, writes
    ``reference/zoo/weights/my_student.safetensors`` and its manifest entry; commit both.
 4. Load it anywhere with ``reference.zoo.load("my_student")``.
@@ -444,9 +444,9 @@ _LOADED_EXTENSIONS: set[str] = set()
 
 def load_extensions() -> dict[str, ZooSpec]:
     """Merge the ``ZOO_SPECS`` of every registered technique's ``zoo_specs`` module into
-    :data:`SPECS` (see :func:`reference.registry.zoo_extension_modules`).
+    `SPECS` (see `reference.registry.zoo_extension_modules`).
 
-    Idempotent; returns :data:`SPECS`. A registered module that fails to import or lacks
+    Idempotent; returns `SPECS`. A registered module that fails to import or lacks
     ``ZOO_SPECS`` raises ``ZooError`` (the registry is the contract: nothing is skipped).
     """
     from .store import ZooError

@@ -21,7 +21,7 @@ LOADED_WEIGHTS: dict[Path, str] = {}
 """Every weight file this process has verified for loading, with its sha256 (in load order).
 
 The harness records it in each result's provenance: a result covers exactly the weights the
-benchmark loaded, not a list written by hand (see :mod:`reference.harness.provenance`)."""
+benchmark loaded, not a list written by hand (see `reference.harness.provenance`)."""
 
 
 class ZooError(RuntimeError):
@@ -60,7 +60,7 @@ def read_manifest(zoo_dir: Path | None = None) -> dict[str, Any]:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically with the project's one writer
-    (:func:`glossary.safewrite.atomic_write_bytes`: temporary file in the same folder, fsync,
+    (`glossary.safewrite.atomic_write_bytes`: temporary file in the same folder, fsync,
     mode kept, rename)."""
     from glossary.safewrite import atomic_write_bytes as write
 

@@ -1,7 +1,7 @@
 """The one training loop of the zoo: AdamW, warm-up + cosine LR, optional EMA, resumable.
 
 Determinism and resumption
---------------------------
+==========================
 Step ``k`` seeds torch's global RNG with ``seed * 1_000_003 + k`` before drawing its batch,
 noise, timesteps and label dropout. The random stream of a step therefore depends only on
 ``(seed, k)``, not on what ran before, and a run resumed from a checkpoint at step ``k``
@@ -11,7 +11,7 @@ EMA, optimizer, LR schedule, recent losses) go to the cache folder every
 hyper-parameters, so a changed configuration never resumes from a stale checkpoint.
 
 EMA
----
+===
 Diffusion models are saved as an exponential moving average of their weights (Polyak
 averaging; standard since DDPM, Ho et al. 2020, arXiv:2006.11239): ``ema <- d * ema + (1 - d) *
 w`` with ``d = min(decay, (1 + k) / (10 + k))`` so the average is not dominated by the random
@@ -62,7 +62,7 @@ class TrainContext:
     progress: bool = True
     config: dict[str, Any] = field(default_factory=dict)
     train_seconds: float = 0.0
-    """Seconds spent in :func:`fit` (accumulated over resumed runs); set by :func:`fit`."""
+    """Seconds spent in `fit` (accumulated over resumed runs); set by `fit`."""
 
     def load(self, name: str) -> nn.Module:
         """Load another zoo model (a dependency) from the zoo folder being written."""
