@@ -1,14 +1,14 @@
 """Mixture of experts (MoE): many expert networks, only a few of them active for each token.
 
 Idea
-----
+====
 A transformer spends most of its parameters in the feed-forward networks (FFNs). A sparse MoE
 layer keeps ``E`` expert FFNs and a small *router* that sends every token to its top-``k``
 experts (``k`` = 1 or 2). Parameters grow ``E``-fold while the compute per token stays that of
 ``k`` FFNs: capacity without cost, in FLOPs.
 
-Math (:mod:`.layers`)
----------------------
+Math ([`layers`][reference.mixture_of_experts.layers])
+======================================================
 ``p = softmax(x W_r)``; the token's output is ``sum_{e in topk(p)} g_e FFN_e(x)`` with ``g = p``
 (Switch Transformer, Fedus et al. 2021, arXiv:2101.03961, ``k = 1``) or ``p`` renormalised over
 the chosen experts (GShard, Lepikhin et al. 2020, arXiv:2006.16668, ``k = 2``). Each expert takes
@@ -17,14 +17,18 @@ at most ``C = ceil(capacity_factor * T * k / E)`` of the ``T`` tokens; the rest 
 load-balancing loss: ``f_i`` share of tokens routed to ``i``, ``P_i`` mean router probability)
 so that the router does not collapse onto a few experts.
 
-Diffusion models use MoE in two ways: token-routed MoE inside DiT blocks (DiT-MoE, Fei et al.
-2024, arXiv:2407.11633) and *timestep experts* - separate denoisers (or FFNs) for high and low
-noise, chosen by ``t`` with no router at all (eDiff-I, Balaji et al. 2022, arXiv:2211.01324;
-Wan 2.2's high-/low-noise experts). Both are here, in the tiny DiT of :mod:`.denoiser`, trained
-as zoo models (:mod:`.zoo_specs`) next to a dense twin with the same FLOPs per token.
+Diffusion models use MoE in two ways: token-routed MoE inside DiT blocks (DiT-MoE, Fei et al. 2024,
+arXiv:2407.11633) and *timestep experts* - separate denoisers (or FFNs) for high and low noise,
+chosen by ``t`` with no router at all (eDiff-I, Balaji et al. 2022, arXiv:2211.01324; Wan 2.2's
+high-/low-noise experts). Both are here, in the tiny DiT of
+[`denoiser`][reference.mixture_of_experts.denoiser], trained as zoo models
+([`zoo_specs`][reference.mixture_of_experts.zoo_specs]) on one budget next to two dense twins, one
+for each side of the MoE's claim: the twin with the same FLOPs per token (the MoE should be better
+than it) and the twin with the same total parameters (the MoE should be about as good and clearly
+cheaper).
 
 Pitfalls
---------
+========
 * Equal FLOPs are not equal latency: routing is a gather, a per-expert loop and a scatter. On a
   CPU with tiny experts this overhead dominates; MoE pays off with large experts sharded over
   devices (expert parallelism), where memory, not FLOPs, is the price.
@@ -34,17 +38,21 @@ Pitfalls
   the experts stop specialising.
 
 Package
--------
-* :mod:`reference.mixture_of_experts.layers` - router, top-k gates, capacity, Switch's
-  load-balancing loss, :class:`MoEFeedForward` and :class:`TimestepExpertFeedForward`;
-* :mod:`reference.mixture_of_experts.denoiser` - :class:`TinyDiT`, whose feed-forward layers are
-  dense, sparse MoE or timestep experts;
-* :mod:`reference.mixture_of_experts.accounting` - active parameters and FLOPs per token, and a
-  recorder of the experts' share of tokens;
-* :mod:`reference.mixture_of_experts.zoo_specs` - the three zoo models (a zoo plugin named in
-  :mod:`reference.registry`; weights in the zoo, trained by ``scripts/train_zoo.py``);
-* :mod:`reference.mixture_of_experts.bench` - the benchmark and demo
-  (``python -m reference.mixture_of_experts``, see ``--help``).
+=======
+* [`reference.mixture_of_experts.layers`][reference.mixture_of_experts.layers] - router, top-k
+  gates, capacity, Switch's load-balancing loss,
+  [`MoEFeedForward`][reference.mixture_of_experts.MoEFeedForward] and
+  [`TimestepExpertFeedForward`][reference.mixture_of_experts.TimestepExpertFeedForward];
+* [`reference.mixture_of_experts.denoiser`][reference.mixture_of_experts.denoiser] -
+  [`TinyDiT`][reference.mixture_of_experts.TinyDiT], whose feed-forward layers are dense, sparse MoE
+  or timestep experts;
+* [`reference.mixture_of_experts.accounting`][reference.mixture_of_experts.accounting] - active
+  parameters and FLOPs per token, and a recorder of the experts' share of tokens;
+* [`reference.mixture_of_experts.zoo_specs`][reference.mixture_of_experts.zoo_specs] - the four zoo
+  models (a zoo plugin named in `reference.registry`; weights in the zoo, trained by
+  ``scripts/train_zoo.py``);
+* [`reference.mixture_of_experts.bench`][reference.mixture_of_experts.bench] - the benchmark and
+  demo (``python -m reference.mixture_of_experts``, see ``--help``).
 
 Production: ``torch`` has no MoE layer; DeepSpeed-MoE (``deepspeed.moe.layer.MoE``), Megatron-Core
 ``MoELayer``, Tutel and ``transformers``' Mixtral/Switch models implement it; diffusers ships

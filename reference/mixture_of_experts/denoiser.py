@@ -1,9 +1,11 @@
 """A tiny DiT-style denoiser whose feed-forward layers are dense, sparse MoE or timestep experts.
 
-Same task and conventions as the zoo DiT (16x16x1 digits, patch 2 -> 64 tokens, epsilon
-prediction, labels 0-9 plus the null class 10, cosine schedule), written out small so that the
-feed-forward layer can be swapped: ``ffn="dense"`` (one FFN), ``"moe"`` (:class:`MoEFeedForward`,
-``num_experts`` experts, top-``k``) or ``"timestep"`` (:class:`TimestepExpertFeedForward`).
+Same task and conventions as the zoo DiT (16x16x1 digits, patch 2 -> 64 tokens, epsilon prediction,
+labels 0-9 plus the null class 10, cosine schedule), written out small so that the feed-forward
+layer can be swapped: ``ffn="dense"`` (one FFN), ``"moe"``
+([`MoEFeedForward`][reference.mixture_of_experts.denoiser.MoEFeedForward], ``num_experts`` experts,
+top-``k``) or ``"timestep"``
+([`TimestepExpertFeedForward`][reference.mixture_of_experts.denoiser.TimestepExpertFeedForward]).
 Conditioning is adaLN-Zero as in DiT (Peebles & Xie 2023, arXiv:2212.09748): the time + class
 embedding ``c`` produces per-block shift/scale/gate vectors, the gates initialised to zero.
 

@@ -1,7 +1,7 @@
 """Sparse mixture-of-experts feed-forward layers: router, top-k gating, capacity, balancing loss.
 
-:class:`MoEFeedForward` replaces a transformer's feed-forward network (FFN) by ``E`` expert FFNs
-and a linear router. For tokens ``x`` ``[T, d]``:
+[`MoEFeedForward`][reference.mixture_of_experts.layers.MoEFeedForward] replaces a transformer's
+feed-forward network (FFN) by ``E`` expert FFNs and a linear router. For tokens ``x`` ``[T, d]``:
 
 1. router probabilities ``p = softmax(x W_r)`` ``[T, E]``;
 2. each token picks its ``k`` most probable experts; gates ``g`` are those probabilities,
@@ -19,9 +19,10 @@ fraction of tokens whose first choice is expert ``i`` and ``P_i`` the mean route
 ``i``; it is 1 under perfectly uniform routing and grows as routing collapses onto few experts.
 Training adds ``alpha`` (0.01 in Switch) times it to the task loss.
 
-:class:`TimestepExpertFeedForward` is the routing-free alternative of diffusion models
-(eDiff-I, Balaji et al. 2022, arXiv:2211.01324; Wan 2.2's high-/low-noise experts): the expert
-is chosen by the timestep, so no router, no capacity and no load balancing are needed.
+[`TimestepExpertFeedForward`][reference.mixture_of_experts.layers.TimestepExpertFeedForward] is the
+routing-free alternative of diffusion models (eDiff-I, Balaji et al. 2022, arXiv:2211.01324; Wan
+2.2's high-/low-noise experts): the expert is chosen by the timestep, so no router, no capacity and
+no load balancing are needed.
 """
 
 from __future__ import annotations
@@ -119,8 +120,9 @@ def load_balancing_loss(probs: torch.Tensor, first_choice: torch.Tensor) -> torc
 class MoEFeedForward(nn.Module):
     """A sparse MoE feed-forward layer (drop-in for an FFN on ``[..., d]`` tokens).
 
-    After each forward, ``last_routing`` holds the :class:`Routing` and ``aux_loss`` the
-    load-balancing loss (a tensor that carries gradients in training).
+    After each forward, ``last_routing`` holds the
+    [`Routing`][reference.mixture_of_experts.layers.Routing] and ``aux_loss`` the load-balancing
+    loss (a tensor that carries gradients in training).
     """
 
     def __init__(

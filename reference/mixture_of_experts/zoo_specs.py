@@ -1,14 +1,17 @@
-"""Zoo models of the MoE technique: dense, sparse-MoE and timestep-expert :class:`TinyDiT`.
+"""Zoo models of the MoE technique: dense, sparse-MoE and timestep-expert
+[`TinyDiT`][reference.mixture_of_experts.zoo_specs.TinyDiT].
 
-All three share width, depth, heads and the expert width, so the dense model and the top-1
-MoE spend the same FLOPs per token (plus the router's ``d x E``), and the timestep-expert model
-exactly the same; the MoE holds ``num_experts`` FFNs per block, the timestep model two. Trained
-with the zoo's epsilon objective (:func:`reference.zoo.specs._diffusion_batch_loss`: label
-dropout, cosine schedule), EMA weights saved; the MoE adds ``ALPHA`` times the load-balancing
-loss. The registry (:mod:`reference.registry`) names this module as a zoo plugin, so the zoo
-merges :data:`ZOO_SPECS` into :data:`reference.zoo.specs.SPECS`: train them with
-``python scripts/train_zoo.py --only moe_dense,moe_sparse,moe_timestep`` and load them with
-``reference.zoo.load(name)``.
+The first three share width, depth, heads and the expert width, so the dense model and the top-1 MoE
+spend the same FLOPs per token (plus the router's ``d x E``), and the timestep-expert model exactly
+the same; the MoE holds ``num_experts`` FFNs per block, the timestep model two. The fourth,
+``moe_dense_wide``, is dense with the MoE's total parameters (one FFN as wide as all experts
+together): the MoE claims to be about as good as it at a fraction of its FLOPs. Trained with the
+zoo's epsilon objective (`reference.zoo.specs._diffusion_batch_loss`: label dropout, cosine
+schedule), EMA weights saved; the MoE adds ``ALPHA`` times the load-balancing loss. The registry
+(`reference.registry`) names this module as a zoo plugin, so the zoo merges
+[`ZOO_SPECS`][reference.mixture_of_experts.zoo_specs.ZOO_SPECS] into `reference.zoo.specs.SPECS`:
+train them with ``python scripts/train_zoo.py --only moe_dense,moe_sparse,moe_timestep`` and load
+them with ``reference.zoo.load(name)``.
 """
 
 from __future__ import annotations
@@ -39,11 +42,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "capacity_factor": 1.25,
     },
     "moe_timestep": {**BASE, "ffn": "timestep", "boundaries": [500]},
+    # The other side of the MoE's claim: a dense model with (within 0.5%) the sparse model's
+    # total parameters, its FFN as wide as all 8 experts together, trained on the same budget.
+    "moe_dense_wide": {**BASE, "mlp_hidden": 8 * BASE["mlp_hidden"], "ffn": "dense"},
 }
 
 
 def build(config: dict[str, Any]) -> nn.Module:
-    """A :class:`TinyDiT` from a zoo configuration."""
+    """A [`TinyDiT`][reference.mixture_of_experts.zoo_specs.TinyDiT] from a zoo configuration."""
     return TinyDiT(**config)
 
 
@@ -78,12 +84,13 @@ ZOO_SPECS: dict[str, ZooSpec] = {
     )
     for name, config in CONFIGS.items()
 }
-"""Zoo entries of this technique (merged into :data:`reference.zoo.specs.SPECS` by the zoo)."""
+"""Zoo entries of this technique (merged into `reference.zoo.specs.SPECS` by the zoo)."""
 
 
 def load_moe_model(name: str) -> nn.Module:
-    """Load a trained model of :data:`ZOO_SPECS` from the zoo (sha-verified and recorded for the
-    result's provenance by :func:`reference.zoo.store.verified_weights`).
+    """Load a trained model of [`ZOO_SPECS`][reference.mixture_of_experts.zoo_specs.ZOO_SPECS] from
+    the zoo (sha-verified and recorded for the result's provenance by
+    `reference.zoo.store.verified_weights`).
 
     Equivalent to ``reference.zoo.load(name)``, without merging every other zoo plugin first.
     """
