@@ -126,6 +126,7 @@ def test_scale_selection_and_nfe_to_target() -> None:
         ({"samples": 5}, "--samples must be >= 20 (two per class), got 5"),
         ({"nfe_grid": (0, 2)}, "--nfe-grid must be >= 1"),
         ({"repeats": 0}, "--repeats must be >= 1, got 0"),
+        ({"seeds": (3,)}, "--seeds needs at least 2 distinct non-negative seeds"),
     ],
 )
 def test_bad_options_give_one_clear_error(change: dict, message: str) -> None:
@@ -149,3 +150,44 @@ def test_command_line_rejects_a_bad_option_before_any_work(capsys) -> None:
     assert err.endswith("error: --repeats must be >= 1, got 0") and "\n" not in err
     with pytest.raises(ValueError, match="guidance scale must be >= 0"):
         cg.classifier_guided_eps_fn(lambda x, t, y: x, _Linear(), torch.ones(10), -1.0)
+
+
+def test_same_cost_steps_match_the_flops_of_classifier_guidance() -> None:
+    flops = {"uncond": 123.0, "cg": 148.0, "cfg": 247.0}
+    assert cg.matched_steps(20, flops) == 12  # 20 * 148 / 247 = 11.98
+    assert cg.matched_steps(1, flops) == 1  # never zero steps
+    assert bench.FULL.samples == 256 and len(bench.FULL.seeds) >= 5 and bench.FULL.repeats >= 15
+
+
+@pytest.mark.slow
+def test_quick_benchmark_judges_guidance_against_a_same_cost_control(quick_result) -> None:
+    result = quick_result("classifier-guidance")
+    rows = {r["id"]: r for r in result["rows"]}
+    assert {r["role"] for r in rows.values()} == {"baseline", "technique", "control", "reference"}
+    seeds = result["settings"]["seeds"]
+    for r in rows.values():
+        if r["role"] != "reference":
+            assert len(r["seeds"]["fd_digits"]) == len(seeds)
+    head, same = rows[result["headline"]["row"]], rows["cfg-matched"]
+    assert same["role"] == "control" and same["config"]["method"] == "cfg-same-cost"
+    assert same["config"]["steps"] == result["settings"]["matched_cfg_steps"]
+    for r in (head, same):  # timed, with their intervals
+        assert {"latency_ms", "speedup", "gflops"} <= set(r["values"])
+        assert "speedup" in r["intervals"]
+    aims = {a["id"]: a for a in result["aims"]}
+    assert set(aims) == {"accuracy", "quality", "accuracy-vs-same-cost", "quality-vs-same-cost"}
+    assert all(a["interval"] is not None for a in aims.values())
+    assert aims["quality-vs-same-cost"]["params"]["cfg_steps"] == same["config"]["steps"]
+    diffs = [
+        a - b for a, b in zip(head["seeds"]["accuracy"], same["seeds"]["accuracy"], strict=True)
+    ]
+    assert aims["accuracy-vs-same-cost"]["measured"] == pytest.approx(sum(diffs) / len(diffs))
+    assert result["headline"]["limit_kind"] == "estimate"
+    assert result["headline"]["quality_interval"] is not None
+    notes = {n["id"] for n in result["notes"]}
+    assert {
+        "quality-protocol",
+        "same-cost",
+        "scales-in-sample",
+    } <= notes and "fdd-at-n" not in notes
+    assert rows["real"]["config"]["n"] == result["settings"]["samples"]

@@ -23,7 +23,11 @@ Cost per step
 * classifier guidance: one U-Net pass + one classifier forward **and backward** to ``x_t``;
 * classifier-free guidance: two U-Net passes (batched as one call with twice the rows).
 Which is cheaper depends on the classifier's size relative to the U-Net; the benchmark measures
-both (latency per step, FLOPs counted by ``torch.utils.flop_counter``, backward included).
+both (latency of whole sampling runs, FLOPs counted by ``torch.utils.flop_counter``, backward
+included). Comparing the two at the same number of steps favours the cheaper one, so the
+benchmark's control at the same cost is classifier-free guidance with the fewer steps whose FLOPs
+per sample equal those of classifier guidance (``k = round(K F_cg / F_cfg)``), and its aims judge
+classifier guidance against that control on accuracy and FDD, paired over noise seeds.
 
 Pitfalls
 --------
@@ -49,7 +53,8 @@ The package
   ``apply_classifier_guidance(model, ClassifierGuidanceConfig(classifier, alphas_cumprod,
   scale))``, which returns an ``EpsFn`` for :func:`reference.harness.sampling.sample`;
   :func:`finite_difference_grad` is the oracle of the gradient test.
-* :mod:`reference.classifier_guidance.study` - the sweep over scales and NFE, the step timing,
+* :mod:`reference.classifier_guidance.study` - the sweep over scales and NFE on paired seeds,
+  the FLOPs of one step, the same-cost steps (:func:`matched_steps`), the timed runs,
   :func:`pick_scale` and :func:`first_reaching`.
 * :mod:`reference.classifier_guidance.figures` - the figures;
   :mod:`reference.classifier_guidance.bench` - the benchmark and demo (the technique contract).
@@ -64,7 +69,7 @@ from .guidance import (
     finite_difference_grad,
     log_prob_grad,
 )
-from .study import Models, Study, first_reaching, measure, pick_scale
+from .study import Models, Study, first_reaching, matched_steps, measure, pick_scale
 
 __all__ = [
     "ClassifierGuidanceConfig",
@@ -75,6 +80,7 @@ __all__ = [
     "finite_difference_grad",
     "first_reaching",
     "log_prob_grad",
+    "matched_steps",
     "measure",
     "pick_scale",
 ]

@@ -3,22 +3,27 @@
 
 Rows: the zoo teacher fed the null class (baseline), classifier guidance of that unconditional
 model by the noise-aware classifier at every scale (technique), classifier-free guidance on the
-same weights at every scale (control) and the plain conditional model, ``w = 1`` (reference); all
-at the same DDIM steps from the same noise. The three headline rows also carry the cost of one
-denoising step and the NFE their accuracy curve needs to reach the target.
+same weights at every scale (control), classifier-free guidance at the headline scale with the
+fewer DDIM steps that cost what classifier guidance costs per sample (the same-cost control), the
+plain conditional model, ``w = 1``, and class-balanced real digits (references); all from the
+same noise on every paired seed. The timed rows carry the latency of a whole sampling run, its
+FLOPs per sample, and the NFE their accuracy curve needs to reach the target.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from reference.harness.cli import Option, at_least, float_tuple, int_tuple
+from reference.harness.cli import Option, at_least, check_seeds, float_tuple, int_tuple
 from reference.harness.cost import latency_note
 from reference.harness.results import (
+    Aim,
     Figure,
     Measurement,
     Metric,
+    Note,
     Row,
     aim,
     metrics,
@@ -26,9 +31,10 @@ from reference.harness.results import (
     settings_of,
     speedup_headline,
 )
+from reference.harness.seeds import N_QUALITY, SEEDS
 
 from .figures import GRID_ROWS, plot_study, save_samples
-from .study import Study, first_reaching, measure
+from .study import Key, Study, first_reaching, measure, table_key
 
 SLUG = "classifier-guidance"
 METHODS = {
@@ -42,20 +48,21 @@ METHODS = {
 class Config:
     """Sizes of a benchmark or demonstration run."""
 
-    samples: int = 200
+    samples: int = N_QUALITY
+    seeds: tuple[int, ...] = SEEDS
     steps: int = 20
-    cg_scales: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
-    cfg_scales: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0, 5.0)
-    nfe_grid: tuple[int, ...] = (2, 5, 10, 20, 40)
+    cg_scales: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0)
+    cfg_scales: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0)
+    nfe_grid: tuple[int, ...] = (2, 5, 10, 20)
     target_accuracy: float = 0.9
     latency_batch: int = 32
     repeats: int = 15
     warmup: int = 2
-    seed: int = 0
 
     def validate(self) -> None:
         if self.samples < 20:
             raise ValueError(f"--samples must be >= 20 (two per class), got {self.samples}")
+        check_seeds(self.seeds)
         at_least(self, steps=1)
         if not self.nfe_grid or min(self.nfe_grid) < 1:
             raise ValueError(f"--nfe-grid must be >= 1, got {self.nfe_grid}")
@@ -81,6 +88,7 @@ class Config:
 FULL = Config()
 QUICK = Config(
     samples=20,
+    seeds=(0, 1),
     steps=2,
     cg_scales=(0.0, 2.0),
     cfg_scales=(1.0, 2.0),
@@ -91,6 +99,7 @@ QUICK = Config(
 )
 DEMO = Config(
     samples=60,
+    seeds=(0, 1),
     steps=10,
     cg_scales=(0.0, 1.0, 4.0),
     cfg_scales=(1.0, 3.0),
@@ -100,6 +109,7 @@ DEMO = Config(
 )
 OPTIONS = (
     Option("samples"),
+    Option("seeds", int_tuple, "S,S,..."),
     Option("steps"),
     Option("cg_scales", float_tuple, "X,X,..."),
     Option("cfg_scales", float_tuple, "X,X,..."),
@@ -107,6 +117,8 @@ OPTIONS = (
     Option("latency_batch"),
     Option("repeats"),
 )
+QUALITY_AIM = 1.5
+"""Classifier guidance may cost FDD against the unguided sampler, but at most 1.5x."""
 
 
 def row_id(method: str, scale: float) -> str:
@@ -114,20 +126,41 @@ def row_id(method: str, scale: float) -> str:
     return "uncond" if method == "uncond" else f"{method}-{scale:g}"
 
 
-def _rows(study: Study, cfg: Config) -> list[Row]:
-    k, lat = cfg.steps, study.lat
-    heads = {
-        "uncond": ("uncond", 0.0),
-        "cg": ("cg", study.cg_scale),
-        "cfg": ("cfg", study.cfg_scale),
-    }
-    timed = {row_id(*mk): name for name, mk in heads.items()}
+def _row(study: Study, key: Key, rid: str, config: dict, role: str, cfg: Config) -> Row:
+    """A row: per-seed quality of ``key``; latency, speedup and GFLOPs per sample when timed;
+    the NFE that reaches the target accuracy on the accuracy-against-NFE curves."""
+    method, scale, steps = key
+    values, intervals, seeds = study.table.row_fields(table_key(*key))
+    values["nfe"] = float(steps)
+    spread = {}
+    timed = {row_id("uncond", 0.0): "uncond", row_id("cg", study.cg_scale): "cg"}
+    timed[row_id("cfg", study.cfg_scale)] = "cfg"
+    name = "cfg-matched" if rid == "cfg-matched" else timed.get(rid)
+    if name is not None:
+        lat, per_step = study.lat, study.flops["cfg" if name == "cfg-matched" else name]
+        values |= {
+            "latency_ms": lat.median_ms(name),
+            "speedup": lat.speedup[name],
+            "gflops": per_step * steps / 1e9,
+        }
+        if name != lat.baseline:
+            intervals["speedup"] = lat.speedup_interval(name)
+        spread = {"latency_ms": lat.iqr_ms(name)}
     curves = {("cg", study.cg_scale), ("cfg", study.cfg_scale), ("cfg", 1.0)}
+    if (method, scale) in curves and steps == cfg.steps:
+        reach = first_reaching(study.curve(method, scale, cfg.nfe_grid), cfg.target_accuracy)
+        values["nfe_to_target"] = None if reach is None else float(reach)
+    return Row(rid, config, role, values, intervals, spread, seeds)  # type: ignore[arg-type]
+
+
+def _rows(study: Study, cfg: Config) -> list[Row]:
+    from reference.harness import real_reference_row
+
+    k = cfg.steps
     keys = [("uncond", 0.0)] + [("cg", s) for s in cfg.cg_scales]
     keys += [("cfg", w) for w in cfg.cfg_scales]
     rows = []
     for method, scale in keys:
-        rid = row_id(method, scale)
         config: dict[str, object] = {"method": METHODS[method], "scale": scale, "steps": k}
         if method == "uncond":
             config = {"method": "unguided", "steps": k}
@@ -135,73 +168,94 @@ def _rows(study: Study, cfg: Config) -> list[Row]:
             config["method"] = "conditional"
         role = {"uncond": "baseline", "cg": "technique"}.get(method, "control")
         role = "reference" if config["method"] == "conditional" else role
-        values = {"nfe": float(k), **study.results[(method, scale, k)]}
-        intervals, spread = {}, {}
-        if rid in timed:
-            name = timed[rid]
-            values |= {
-                "step_ms": lat.median_ms(name),
-                "speedup": lat.speedup[name],
-                "step_gflops": study.flops[name] / 1e9,
-            }
-            intervals = {"speedup": lat.speedup_interval(name)}
-            spread = {"step_ms": lat.iqr_ms(name)}
-        if (method, scale) in curves:
-            reach = first_reaching(study.curve(method, scale, cfg.nfe_grid), cfg.target_accuracy)
-            values["nfe_to_target"] = None if reach is None else float(reach)
-        rows.append(Row(rid, config, role, values, intervals=intervals, spread=spread))  # type: ignore[arg-type]
-    return rows
+        rows.append(_row(study, (method, scale, k), row_id(method, scale), config, role, cfg))
+    w, m = study.cfg_scale, study.matched
+    same = {"method": "cfg-same-cost", "scale": w, "steps": m}
+    rows.append(_row(study, ("cfg", w, m), "cfg-matched", same, "control", cfg))
+    return [*rows, real_reference_row(cfg.samples)]
 
 
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Classifier vs classifier-free guidance on the zoo teacher; figures into ``out``."""
-    from reference.harness import fdd_floor, real_diversity
+def _aims(study: Study, cfg: Config) -> list[Aim]:
+    """The headline classifier guidance: its accuracy, its FDD cost against the unguided
+    sampler, and its accuracy and FDD against classifier-free guidance at the same FLOPs."""
+    k, s, w = cfg.steps, study.cg_scale, study.cfg_scale
+    t = study.table
+    head, uncond = table_key("cg", s, k), table_key("uncond", 0.0, k)
+    control = table_key("cfg", w, study.matched)
+    acc = t.summary(head, "accuracy")
+    quality = t.ratio(head, uncond, "fd_digits")
+    acc_vs = t.difference(head, control, "accuracy")
+    fd_vs = t.ratio(head, control, "fd_digits")
+    same = {"scale": s, "cfg_scale": w, "cfg_steps": study.matched, "steps": k}
+    return [
+        aim(
+            "accuracy",
+            acc.value,
+            cfg.target_accuracy,
+            ">=",
+            interval=acc.interval,
+            scale=s,
+            steps=k,
+        ),
+        aim("quality", quality.value, QUALITY_AIM, "<=", interval=quality.interval, scale=s),
+        aim("accuracy-vs-same-cost", acc_vs.value, 0.0, ">=", interval=acc_vs.interval, **same),
+        aim("quality-vs-same-cost", fd_vs.value, 1.0, "<=", interval=fd_vs.interval, **same),
+    ]
 
-    study = measure(cfg)
-    res, lat, flops, k = study.results, study.lat, study.flops, cfg.steps
+
+def _notes(study: Study, cfg: Config) -> list[Note]:
+    from reference.harness import quality_note, real_diversity
+
+    k, lat, flops = cfg.steps, study.lat, study.flops
     s_cg, s_cfg = study.cg_scale, study.cfg_scale
-    head = row_id("cg", s_cg)
-    acc_cg, fd_cg = res[("cg", s_cg, k)]["accuracy"], res[("cg", s_cg, k)]["fd_digits"]
-    q_ratio = fd_cg / res[("uncond", 0.0, k)]["fd_digits"]
-    figures = [Figure(f"{SLUG}.png", "scales-and-nfe"), Figure(f"{SLUG}-samples.png", "samples")]
-    plot_study(study, cfg, out / figures[0].file)
-    save_samples(study, cfg, out / figures[1].file)
-    curves = (("cg", s_cg), ("cfg", s_cfg), ("cfg", 1.0))
-    notes = [
+    vs = dataclasses.replace(lat, baseline="cfg-matched")  # same rounds, the control as base
+    lo, hi = vs.speedup_interval("cg")
+    return [
         note("setup", steps=k, n=cfg.samples, real_diversity=real_diversity()),
-        note("fdd-at-n", n=cfg.samples, floor=fdd_floor(cfg.samples)),
+        quality_note(cfg.samples, cfg.seeds),
         note(
             "headline-scales",
             target=cfg.target_accuracy,
             steps=k,
             cg_scale=s_cg,
-            cg_accuracy=acc_cg,
+            cg_accuracy=study.mean(("cg", s_cg, k), "accuracy"),
             cfg_scale=s_cfg,
-            cfg_accuracy=res[("cfg", s_cfg, k)]["accuracy"],
+            cfg_accuracy=study.mean(("cfg", s_cfg, k), "accuracy"),
         ),
+        note("scales-in-sample", seeds=len(cfg.seeds)),
         note(
-            "step-cost",
-            batch=cfg.latency_batch,
-            uncond_ms=lat.median_ms("uncond"),
-            cg_ms=lat.median_ms("cg"),
-            cfg_ms=lat.median_ms("cfg"),
+            "same-cost",
+            steps=k,
+            cfg_steps=study.matched,
             uncond_mflops=flops["uncond"] / 1e6,
             cg_mflops=flops["cg"] / 1e6,
             cfg_mflops=flops["cfg"] / 1e6,
+            speedup=lat.median_ms("cfg-matched") / lat.median_ms("cg"),
+            lo=lo,
+            hi=hi,
         ),
         latency_note(cfg.repeats, cfg.latency_batch),
         note("nfe-to-target", target=cfg.target_accuracy, grid=sorted(cfg.nfe_grid)),
     ]
-    aims = [
-        aim("accuracy", acc_cg, cfg.target_accuracy, ">=", scale=s_cg, steps=k),
-        aim("quality", q_ratio, 1.5, "<=", scale=s_cg),
-    ]
+
+
+def benchmark(cfg: Config, out: Path) -> Measurement:
+    """Classifier vs classifier-free guidance on the zoo teacher; figures into ``out``."""
+    study = measure(cfg)
+    k, s_cg = cfg.steps, study.cg_scale
+    head = row_id("cg", s_cg)
+    q_ratio = study.table.ratio(table_key("cg", s_cg, k), table_key("uncond", 0.0, k), "fd_digits")
+    figures = [Figure(f"{SLUG}.png", "scales-and-nfe"), Figure(f"{SLUG}-samples.png", "samples")]
+    plot_study(study, cfg, out / figures[0].file)
+    save_samples(study, cfg, out / figures[1].file)
+    curves = (("cg", s_cg), ("cfg", study.cfg_scale), ("cfg", 1.0))
     grid = sorted(cfg.nfe_grid)
     return Measurement(
         settings=settings_of(
             cfg,
             scheduler="ddim",
             nfe_grid=grid,
+            matched_cfg_steps=study.matched,
             accuracy_vs_nfe_rows=[row_id(m, s) for m, s in curves],
             accuracy_vs_nfe=[list(study.curve(m, s, tuple(grid)).values()) for m, s in curves],
         ),
@@ -209,39 +263,44 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             "nfe",
             "accuracy",
             "fd_digits",
+            "kid_digits",
             "diversity",
+            "latency_ms",
             "speedup",
-            step_ms=Metric("ms", "lower"),
-            step_gflops=Metric("GFLOP", "lower"),
+            "gflops",
             nfe_to_target=Metric("", "lower"),
         ),
         rows=_rows(study, cfg),
         headline=speedup_headline(
             head,
-            lat,
+            study.lat,
             "cg",
-            limit=flops["uncond"] / flops["cg"],
+            # FLOPs per sample, unguided over guided: the work done, an estimate of the latency
+            limit=study.flops["uncond"] / study.flops["cg"],
             limit_kind="estimate",
-            quality_ratio=q_ratio,
+            quality_ratio=q_ratio.value,
+            quality_interval=q_ratio.interval,
         ),
-        aims=aims,
-        notes=notes,
+        aims=_aims(study, cfg),
+        notes=_notes(study, cfg),
         figures=figures,
     )
 
 
 def demo(cfg: Config, out: Path) -> None:
-    """Accuracy, FDD and diversity of every method and scale; ms per step; the figures."""
+    """Accuracy, FDD and diversity of every method and scale (means over the seeds); the
+    latency of whole sampling runs; the figures."""
     study = measure(cfg)
     print(f"{'configuration':40} {'acc':>6} {'FDD':>7} {'div':>6}")
-    for (method, scale, steps), q in sorted(study.results.items()):
-        acc = "-" if q["accuracy"] is None else f"{q['accuracy']:.2f}"
-        name = f"{METHODS[method]} {scale:g}, {steps} steps"
-        print(f"{name:40} {acc:>6} {q['fd_digits']:7.2f} {q['diversity']:6.2f}")
+    for key in sorted(study.table.values):
+        means = {m: study.table.summary(key, m).value for m in study.table.values[key]}
+        acc = "-" if "accuracy" not in means else f"{means['accuracy']:.2f}"
+        print(f"{key:40} {acc:>6} {means['fd_digits']:7.2f} {means['diversity']:6.2f}")
     lat = study.lat
-    print("ms per step: " + ", ".join(f"{k} {lat.median_ms(k):.1f}" for k in lat.stats))
+    print("ms per run: " + ", ".join(f"{k} {lat.median_ms(k):.1f}" for k in lat.stats))
     print(
         f"headline scales: classifier s={study.cg_scale:g}, classifier-free w={study.cfg_scale:g}"
+        f" (same-cost control: {study.matched} steps)"
     )
     fig = plot_study(study, cfg, out / f"{SLUG}-demo.png")
     grid = save_samples(study, cfg, out / f"{SLUG}-demo-samples.png")

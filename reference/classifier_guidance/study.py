@@ -1,13 +1,21 @@
 """The guidance study: sample classifier guidance, classifier-free guidance and the unguided
-model at every scale and NFE from the same noise, and time one step of each.
+model at every scale and NFE on paired noise seeds, and time whole sampling runs of each.
 
 ``measure(cfg)`` takes the benchmark's :class:`~reference.classifier_guidance.bench.Config`
 (any object with its fields) and returns a :class:`Study`; :mod:`.bench` turns it into rows.
+
+The matched-cost control is classifier-free guidance with the number of DDIM steps whose FLOPs
+per sample equal those of classifier guidance at the main steps ``K``::
+
+    k = round(K · F_cg / F_cfg)                                                     (1)
+
+with ``F`` the FLOPs of one denoising step per sample (``torch.utils.flop_counter``, the
+classifier's backward pass included).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,11 +23,17 @@ import torch
 
 from reference.data import NULL_CLASS
 from reference.harness.sampling import frozen
+from reference.harness.seeds import SeedTable
 
 from .guidance import ClassifierGuidanceConfig, apply_classifier_guidance
 
 Key = tuple[str, float, int]
 """``(method, scale, steps)``; method ``"cg"``, ``"cfg"`` (classifier-free) or ``"uncond"``."""
+
+
+def table_key(method: str, scale: float, steps: int) -> str:
+    """The :class:`SeedTable` key of a configuration: ``uncond@20``, ``cg-2@5``, ``cfg-1.5@20``."""
+    return f"uncond@{steps}" if method == "uncond" else f"{method}-{scale:g}@{steps}"
 
 
 class Models:
@@ -77,7 +91,7 @@ def first_reaching(curve: dict[int, float], target: float) -> int | None:
 
 
 def pick_scale(
-    results: dict[Key, dict[str, Any]],
+    results: Mapping[Key, Mapping[str, Any]],
     method: str,
     scales: tuple[float, ...],
     steps: int,
@@ -98,69 +112,111 @@ def pick_scale(
     return ok[0] if ok else max(reversed(candidates), key=acc)
 
 
+def matched_steps(steps: int, flops: Mapping[str, float]) -> int:
+    """DDIM steps of classifier-free guidance at the per-sample FLOPs of classifier guidance
+    with ``steps`` steps (1), at least one."""
+    return max(1, round(steps * flops["cg"] / flops["cfg"]))  # (1)
+
+
 @dataclass
 class Study:
-    """Everything measured: quality per ``(method, scale, steps)``, samples at the main steps,
-    the headline scales, FLOPs per sample of one step and the step latency comparison."""
+    """Everything measured: per-seed quality of every ``(method, scale, steps)`` (``table``,
+    keyed by :func:`table_key`), the first seed's samples at the main steps, the headline
+    scales, the matched-cost steps, FLOPs per sample of one step and the timed runs."""
 
-    results: dict[Key, dict[str, Any]]
+    table: SeedTable
     samples: dict[Key, torch.Tensor]
     cg_scale: float
     cfg_scale: float
+    matched: int
     flops: dict[str, float]
     lat: Any  # reference.harness.cost.LatencyComparison
 
+    def mean(self, key: Key, metric: str) -> float | None:
+        """Mean over seeds of ``metric`` (``None`` when not measured: unguided accuracy)."""
+        got = self.table.values.get(table_key(*key), {})
+        return self.table.summary(table_key(*key), metric).value if metric in got else None
+
     def curve(self, method: str, scale: float, grid: tuple[int, ...]) -> dict[int, float]:
-        """Class accuracy against NFE (DDIM steps) of one method and scale."""
-        return {k: self.results[(method, scale, k)]["accuracy"] for k in grid}
+        """Mean class accuracy against NFE (DDIM steps) of one method and scale."""
+        return {k: self.mean((method, scale, k), "accuracy") or 0.0 for k in grid}
 
 
-def measure(cfg: Any) -> Study:
-    """Quality against scale and NFE, and the cost of one step, for CG, CFG and unguided."""
-    from tqdm.auto import tqdm
-
+def _sweep(models: Models, cfg: Any, table: SeedTable, jobs: list[Key], samples: dict) -> None:
+    """Sample ``jobs`` on every seed from ``make_noise(n, seed)`` (paired) into ``table``."""
     from reference.harness import (
         class_accuracy,
         class_labels,
-        compare_latency,
-        count_flops,
         frechet_digits_distance,
+        kernel_digits_distance,
         make_noise,
+        over_seeds,
         within_class_diversity,
     )
 
-    models = Models()
-    noise, labels = make_noise(cfg.samples, cfg.seed), class_labels(cfg.samples)
+    labels = class_labels(cfg.samples)
+    unguided: dict[tuple[int, int], torch.Tensor] = {}
+    by_key = {table_key(*job): job for job in jobs}
 
-    def quality(x: torch.Tensor, method: str, scale: float) -> dict[str, Any]:
-        targeted = method != "uncond"  # accuracy against the target labels (chance at s = 0)
-        steered = targeted and not (method == "cg" and scale == 0.0)
-        return {
-            "accuracy": class_accuracy(x, labels) if targeted else None,
+    def sampler(job: Key) -> Callable[[int], torch.Tensor]:
+        method, scale, steps = job
+
+        def run(seed: int) -> torch.Tensor:
+            if method == "cg" and scale == 0.0 and (seed, steps) in unguided:
+                x = unguided[(seed, steps)]  # s = 0 is the unguided sampler exactly (tested)
+            else:
+                x = models.sample(method, scale, make_noise(cfg.samples, seed), steps, labels)
+            if method == "uncond":
+                unguided[(seed, steps)] = x
+            if seed == cfg.seeds[0] and steps == cfg.steps:
+                samples[job] = x
+            return x
+
+        return run
+
+    def quality(key: str, x: torch.Tensor, same: Mapping[str, Any]) -> dict[str, float]:
+        method, scale, _ = by_key[key]
+        steered = method == "cfg" or (method == "cg" and scale > 0.0)
+        out = {
             "fd_digits": frechet_digits_distance(x),
+            "kid_digits": kernel_digits_distance(x),
             # samples that ignore their targets are grouped by predicted class, as unguided ones
             "diversity": within_class_diversity(x, labels if steered else None),
         }
+        if method != "uncond":  # accuracy against the target labels (chance at s = 0)
+            out["accuracy"] = class_accuracy(x, labels)
+        return out
 
-    def run(jobs: list[Key], desc: str, keep: bool) -> None:
-        for method, scale, steps in tqdm(jobs, desc=desc, leave=False):
-            x = models.sample(method, scale, noise, steps, labels)
-            results[(method, scale, steps)] = quality(x, method, scale)
-            if keep:
-                samples[(method, scale, steps)] = x
+    jobs = sorted(jobs, key=lambda j: j[0] != "uncond")  # unguided first: s = 0 reuses it
+    found = over_seeds({table_key(*j): sampler(j) for j in jobs}, quality, cfg.seeds)
+    table.values.update(found.values)
 
-    results: dict[Key, dict[str, Any]] = {}
-    samples: dict[Key, torch.Tensor] = {}
-    k = cfg.steps
-    jobs = [("cg", s, k) for s in cfg.cg_scales] + [("cfg", w, k) for w in cfg.cfg_scales]
-    run([*jobs, ("uncond", 0.0, k)], "guidance scales", keep=True)
-    cg_head = pick_scale(results, "cg", cfg.cg_scales, k, cfg.target_accuracy)
-    cfg_head = pick_scale(results, "cfg", cfg.cfg_scales, k, cfg.target_accuracy)
-    heads = (("cg", cg_head), ("cfg", cfg_head), ("cfg", 1.0))
-    nfe_jobs = [(m, s, n) for n in cfg.nfe_grid for m, s in heads if (m, s, n) not in results]
-    run(nfe_jobs, "NFE sweep", keep=False)
-    fns = models.step_fns(cfg.latency_batch, cfg.seed + 1)
+
+def measure(cfg: Any) -> Study:
+    """Quality against scale and NFE on paired seeds, FLOPs of one step, and the latency of
+    whole sampling runs (unguided, both headline scales, the matched-cost control)."""
+    from reference.harness import class_labels, compare_latency, count_flops, make_noise
+
+    models = Models()
+    fns = models.step_fns(cfg.latency_batch, max(cfg.seeds) + 1)
     with torch.no_grad():
         flops = {name: count_flops(f) / cfg.latency_batch for name, f in fns.items()}
-    lat = compare_latency(fns, repeats=cfg.repeats, warmup=cfg.warmup)
-    return Study(results, samples, cg_head, cfg_head, flops, lat)
+    table, samples, k = SeedTable(cfg.seeds), {}, cfg.steps
+    guided = [("cg", s, k) for s in cfg.cg_scales] + [("cfg", w, k) for w in cfg.cfg_scales]
+    _sweep(models, cfg, table, [("uncond", 0.0, k), *guided], samples)
+    means = {j: {"accuracy": table.summary(table_key(*j), "accuracy").value} for j in guided}
+    cg_head = pick_scale(means, "cg", cfg.cg_scales, k, cfg.target_accuracy)
+    cfg_head = pick_scale(means, "cfg", cfg.cfg_scales, k, cfg.target_accuracy)
+    matched = matched_steps(k, flops)
+    heads = (("cg", cg_head), ("cfg", cfg_head), ("cfg", 1.0))
+    more = {(m, s, n) for n in cfg.nfe_grid for m, s in heads} | {("cfg", cfg_head, matched)}
+    _sweep(models, cfg, table, sorted(j for j in more if table_key(*j) not in table.values), {})
+    x, y = make_noise(cfg.latency_batch, max(cfg.seeds) + 1), class_labels(cfg.latency_batch)
+    timed = {
+        "uncond": lambda: models.sample("uncond", 0.0, x, k, y),
+        "cg": lambda: models.sample("cg", cg_head, x, k, y),
+        "cfg": lambda: models.sample("cfg", cfg_head, x, k, y),
+        "cfg-matched": lambda: models.sample("cfg", cfg_head, x, matched, y),
+    }
+    lat = compare_latency(timed, repeats=cfg.repeats, warmup=cfg.warmup)
+    return Study(table, samples, cg_head, cfg_head, matched, flops, lat)
