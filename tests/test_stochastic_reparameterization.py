@@ -220,3 +220,39 @@ def test_bad_configuration_names_the_option(field: str, value: int, message: str
 
     with pytest.raises(ValueError, match=message):
         replace(FULL, **{field: value}).validate()
+
+
+def test_quality_seeds_and_training_seeds_are_separate_options() -> None:
+    from dataclasses import replace
+
+    from reference.stochastic_reparameterization.bench import FULL, OPTIONS
+
+    assert {o.name for o in OPTIONS} >= {"seeds", "train_seeds", "fdd_n"}
+    assert FULL.fdd_n == 256 and len(FULL.seeds) >= 5
+    with pytest.raises(ValueError, match="--seeds needs at least 2"):
+        replace(FULL, seeds=(0,)).validate()
+    with pytest.raises(ValueError, match="--train-seeds must be >= 1, got 0"):
+        replace(FULL, train_seeds=0).validate()
+
+
+@pytest.mark.slow
+def test_quick_benchmark_scores_every_trained_scheme_over_paired_noise_seeds(
+    quick_result,
+) -> None:
+    from reference.stochastic_reparameterization.studies import SCHEMES
+
+    result = quick_result("stochastic-reparameterization")
+    seeds = result["settings"]["seeds"]
+    rows = {r["id"]: r for r in result["rows"]}
+    for scheme in SCHEMES:
+        row = rows[f"train-{scheme.key}"]
+        for metric in ("fd_digits", "kid_digits"):
+            assert len(row["seeds"][metric]) == len(seeds), (scheme.key, metric)
+            lo, hi = row["intervals"][metric]
+            assert lo <= row["values"][metric] <= hi
+    assert rows["real"]["role"] == "reference"
+    head = result["headline"]
+    assert head["quality_interval"] is not None
+    notes = {n["id"]: n["params"] for n in result["notes"]}
+    assert "fdd-at-n" not in notes and "quality-protocol" in notes
+    assert len(notes["training-seeds"]["per_run"]) == result["settings"]["train_seeds"]

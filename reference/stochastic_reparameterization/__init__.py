@@ -46,7 +46,8 @@ What this package shows
   decomposition that explains them.
 * :mod:`reference.stochastic_reparameterization.training` - a tiny U-Net trained from scratch
   per scheme on common yardsticks; :mod:`~reference.stochastic_reparameterization.training_runs`
-  runs every scheme with the same seeds and budget.
+  runs every scheme with the same training seeds and budget, and scores the samples of every
+  trained model over paired noise seeds (the same noise for every scheme on each seed).
 * :mod:`reference.stochastic_reparameterization.studies` - the estimators, the schemes and the
   variance studies on the zoo teacher and the tiny U-Nets;
   :mod:`~reference.stochastic_reparameterization.notes` and

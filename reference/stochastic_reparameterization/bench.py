@@ -6,7 +6,9 @@ sampling (pure variance reduction at equal batch size): the eps objective on the
 the tiny eps U-Net (baseline: uniform ``t``, iid noise; control: the batch doubled), EDM's
 objective on the tiny EDM U-Net (reference: EDM's own log-normal sampling). ``train-*`` rows
 change the objective (parameterization and weighting) and are compared on common yardsticks
-after the same training budget (baseline: eps with uniform ``t``).
+after the same training budget (baseline: eps with uniform ``t``); their sample quality is
+measured over paired noise seeds (every trained model samples the same noise on each seed), next
+to the class-balanced real digits (reference).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from reference.harness.cli import Option
+from reference.harness.cli import Option, check_seeds, int_tuple
 from reference.harness.results import (
     Figure,
     Headline,
@@ -29,19 +31,20 @@ from reference.harness.results import (
     metrics,
     settings_of,
 )
+from reference.harness.seeds import N_QUALITY, SEEDS
 
 from .figures import mechanism_figure, training_figure, variance_figure
 from .notes import noise_ratio, notes_of
 from .studies import ESTIMATORS, GROUP_BASELINE, SAME_EPS, Context, LossStudy, teacher_loss_study
 from .studies import tiny_gradient_study as gradient_study
-from .training_runs import TrainingRun, examples_to_reach, training_runs
+from .training_runs import Quality, TrainingRun, examples_to_reach, paired_quality, training_runs
 from .variance import Estimator, GradientMoments, trace_ratio_ci, variance_ratio_ci
 
 SLUG = "stochastic-reparameterization"
 HEADLINE = "train-eps-is-ld-anti"
 MINIMA = {
-    **{"loss_draws": 4, "grad_draws": 2, "own_draws": 2, "fdd_n": 2},
-    **dict.fromkeys(("train_steps", "train_batch", "eval_every", "ddim_steps", "seeds"), 1),
+    **{"loss_draws": 4, "grad_draws": 2, "own_draws": 2, "fdd_n": 10},
+    **dict.fromkeys(("train_steps", "train_batch", "eval_every", "ddim_steps", "train_seeds"), 1),
     **dict.fromkeys(("is_bins", "is_history", "heldout_images", "heldout_repeats"), 1),
 }
 """The smallest value of each size (a variance needs repeated draws)."""
@@ -49,7 +52,7 @@ MINIMA = {
 
 @dataclass(frozen=True)
 class Config:
-    """Sizes of one run: variance draws, batch, training budget, FDD sample count."""
+    """Sizes of one run: variance draws, batch, training budget, quality samples and seeds."""
 
     batch: int = 32
     loss_draws: int = 200
@@ -58,13 +61,14 @@ class Config:
     train_steps: int = 400
     train_batch: int = 32
     eval_every: int = 40
-    fdd_n: int = 300
+    fdd_n: int = N_QUALITY
     ddim_steps: int = 50
     is_bins: int = 50
     is_history: int = 10
     heldout_images: int = 300
     heldout_repeats: int = 4
-    seeds: int = 2
+    train_seeds: int = 2
+    seeds: tuple[int, ...] = SEEDS
 
     def validate(self) -> None:
         if self.batch < 2 or self.batch % 2:
@@ -75,10 +79,17 @@ class Config:
             value = getattr(self, name)
             if value < low:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= {low}, got {value}")
+        check_seeds(self.seeds)
 
 
 FULL = Config()
-QUICK = Config(8, 6, 4, 3, 6, 8, 3, 20, 5, 4, 2, heldout_images=40, heldout_repeats=1, seeds=1)
+QUICK = Config(
+    *(8, 6, 4, 3, 6, 8, 3, 20, 5, 4, 2),
+    heldout_images=40,
+    heldout_repeats=1,
+    train_seeds=1,
+    seeds=(0, 1),
+)
 DEMO = Config(loss_draws=100)
 OPTIONS = (
     Option("batch"),
@@ -86,7 +97,8 @@ OPTIONS = (
     Option("grad_draws"),
     Option("train_steps"),
     Option("fdd_n"),
-    Option("seeds"),
+    Option("train_seeds"),
+    Option("seeds", int_tuple, "S,S,..."),
 )
 METRICS = metrics(
     loss_var_reduction=Metric("x", "higher"),
@@ -97,7 +109,7 @@ METRICS = metrics(
     noise_scale=Metric("", "lower"),
     heldout_eps_mse=Metric("", "lower"),
     heldout_x0_mse=Metric("", "lower"),
-    fd_digits=metrics("fd_digits")["fd_digits"],
+    **metrics("fd_digits", "kid_digits", "diversity"),
     examples_to_reach=Metric("", "lower"),
 )
 
@@ -148,7 +160,9 @@ def iqr(values: Sequence[float]) -> float:
     return q3 - q1
 
 
-def training_rows(runs: dict[str, TrainingRun], cfg: Config) -> list[Row]:
+def training_rows(runs: dict[str, TrainingRun], q: Quality, cfg: Config) -> list[Row]:
+    """One row per training scheme: yardsticks (seed means over the training runs), the own
+    objective's noise, and the sample quality over paired noise seeds."""
     target = runs["eps"].mean_curve("eps_mse")[-1]
     rows = []
     for key, r in runs.items():
@@ -157,23 +171,21 @@ def training_rows(runs: dict[str, TrainingRun], cfg: Config) -> list[Row]:
         x0_final = [c.x0_mse[-1] for c in r.curves]
         ratio = noise_ratio(r.own)
         reach = examples_to_reach(r, target)
-        values: dict[str, float | None] = {
+        values, intervals, seeds = q.table.row_fields(key)
+        values |= {
             "loss_rel_var": float(losses.var() / losses.mean() ** 2),
             "grad_noise_ratio": ratio,
             "noise_scale": None if ratio is None else cfg.batch * ratio,
             "heldout_eps_mse": statistics.mean(eps_final),
             "heldout_x0_mse": statistics.mean(x0_final),
-            "fd_digits": statistics.mean(r.fdds),
             "examples_to_reach": None if reach is None else float(reach),
         }
         spread = {"heldout_eps_mse": iqr(eps_final), "heldout_x0_mse": iqr(x0_final)}
-        spread["fd_digits"] = iqr(r.fdds)
-        seeds = {"fd_digits": r.fdds, "heldout_eps_mse": eps_final}
         role = (
             "baseline" if key == "eps" else ("technique" if key.startswith("eps") else "reference")
         )
         config = {"method": f"training-{key}", "steps": cfg.train_steps, "batch": cfg.train_batch}
-        rows.append(Row(f"train-{key}", config, role, values, spread=spread, seeds=seeds))  # type: ignore[arg-type]
+        rows.append(Row(f"train-{key}", config, role, values, intervals, spread, seeds))  # type: ignore[arg-type]
     return rows
 
 
@@ -184,12 +196,15 @@ def _best(rows: dict[str, Row], metric: str) -> Row:
 
 
 def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Run the three measurements; write the figures into ``out``."""
+    """Run the three measurements and the sample quality; write the figures into ``out``."""
+    from reference.harness import real_reference_row
+
     ctx = Context.make()
     runs = training_runs(ctx, cfg, progress=True)
+    quality = paired_quality(ctx, runs, cfg)
     loss = teacher_loss_study(ctx, cfg, progress=True)
     grads = gradient_study(ctx, {"eps": runs["eps"].model, "edm": runs["edm"].model}, cfg, True)
-    vrows, trows = variance_rows(loss, grads, cfg), training_rows(runs, cfg)
+    vrows, trows = variance_rows(loss, grads, cfg), training_rows(runs, quality, cfg)
     figures = [
         Figure(f"{SLUG}-variance.png", "variance"),
         Figure(f"{SLUG}-mechanism.png", "mechanism"),
@@ -200,7 +215,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     training_figure(runs, out / figures[2].file)
     by_id = {r.id: r for r in vrows + trows}
     best_loss, best_grad = _best(by_id, "loss_var_reduction"), _best(by_id, "grad_var_reduction")
-    fdd = {k: statistics.mean(r.fdds) for k, r in runs.items()}
+    ratio = quality.table.ratio(HEADLINE.removeprefix("train-"), "eps", "fd_digits")
     aims = [
         aim("loss-variance", best_loss.values["loss_var_reduction"], 2.0, ">=",
             interval=best_loss.intervals["loss_var_reduction"], best=best_loss.id),
@@ -212,14 +227,15 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             cfg, sigma_data=round(ctx.edm.sigma_data, 4), edm_p_mean=-1.2, edm_p_std=1.2
         ),
         metrics=METRICS,
-        rows=vrows + trows,
+        rows=[*vrows, *trows, real_reference_row(cfg.fdd_n)],
         headline=Headline(
             HEADLINE,
             quality_metric="fd_digits",
-            quality_ratio=fdd["eps-is-ld-anti"] / fdd["eps"],
+            quality_ratio=ratio.value,
+            quality_interval=ratio.interval,
         ),
         aims=aims,
-        notes=notes_of(ctx, cfg, loss, by_id, grads),
+        notes=notes_of(ctx, cfg, loss, by_id, grads, quality),
         figures=figures,
     )
 

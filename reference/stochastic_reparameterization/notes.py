@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference.harness.quality import fdd_floor
 from reference.harness.results import Note, Row, note
+from reference.harness.seeds import quality_note
+from reference.harness.stats import paired_ratio
 
 from .studies import Context, LossStudy
+from .training_runs import Quality
 from .variance import GradientMoments, variance_ratio_ci
 
 
@@ -17,12 +19,20 @@ def noise_ratio(m: GradientMoments) -> float | None:
     return m.trace_cov() / signal if signal > 0 else None
 
 
+def per_run_ratios(quality: Quality, key: str, base: str) -> list[float]:
+    """The paired FDD ratio ``key / base`` over the noise seeds, separately for every training
+    run (run ``j`` of both schemes started from the same training seed)."""
+    runs = zip(quality.fdd[key], quality.fdd[base], strict=True)
+    return [paired_ratio(a, b).value for a, b in runs]
+
+
 def notes_of(
     ctx: Context,
     s: Any,
     loss: LossStudy,
     rows: dict[str, Row],
     grads: dict[str, GradientMoments],
+    quality: Quality,
 ) -> list[Note]:
     d = loss.decomposition
     base = loss.values["eps-iid"]
@@ -74,12 +84,17 @@ def notes_of(
             steps=s.train_steps,
             batch=s.train_batch,
             examples=s.train_steps * s.train_batch,
-            seeds=s.seeds,
+            seeds=s.train_seeds,
             fdd_n=s.fdd_n,
             ddim_steps=s.ddim_steps,
             target=rows["train-eps"].values["heldout_eps_mse"],
         ),
-        note("fdd-at-n", n=s.fdd_n, floor=fdd_floor(s.fdd_n)),
+        quality_note(s.fdd_n, s.seeds),
+        note(
+            "training-seeds",
+            runs=s.train_seeds,
+            per_run=per_run_ratios(quality, "eps-is-ld-anti", "eps"),
+        ),
         note("reweighting", batch=s.batch),
         note("sigma-data", sigma_data=ctx.edm.sigma_data),
     ]

@@ -1,9 +1,10 @@
 """Training runs: a tiny U-Net from scratch per scheme, scored on common yardsticks.
 
-Every scheme of :data:`~.studies.SCHEMES` trains with the same seeds (initial weights, data
-order, noise draws) and budget; after it, held-out eps-MSE and x0-MSE curves, the FDD of DDIM
-samples, and the relative variance and gradient noise-to-signal ratio of each run's *own*
-minibatch objective on its own network (the reweighting comparison).
+Every scheme of :data:`~.studies.SCHEMES` trains with the same training seeds (initial weights,
+data order, noise draws) and budget; after it, held-out eps-MSE and x0-MSE curves, and the
+relative variance and gradient noise-to-signal ratio of each run's *own* minibatch objective on
+its own network (the reweighting comparison). :func:`paired_quality` scores the sample quality
+of every trained model over paired noise seeds.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 import torch
 
 from reference.data import load_digits_tensors
-from reference.harness import frechet_digits_distance, make_noise, sample
+from reference.harness import make_noise, sample
+from reference.harness.seeds import SeedTable
 
 from .samplers import LossSecondMomentHistory, draw
 from .studies import SCHEMES, SHAPE, Context
@@ -24,12 +26,11 @@ from .variance import GradientMoments, gradient_moments, objective_pmf
 
 @dataclass
 class TrainingRun:
-    """One scheme trained with several seeds: EMA models, curves, FDDs; own-objective moments."""
+    """One scheme trained with several seeds: EMA models, curves; own-objective moments."""
 
     scheme: TrainScheme
     models: list[torch.nn.Module]
     curves: list[Curve]
-    fdds: list[float]
     own: GradientMoments
 
     @property
@@ -73,32 +74,27 @@ def own_objective_moments(
 
 
 def training_runs(ctx: Context, s: Any, progress: bool = False) -> dict[str, TrainingRun]:
-    """Train every scheme; score the yardsticks, the FDD and the own-objective noise."""
+    """Train every scheme; score the yardsticks and the own-objective noise."""
     from tqdm.auto import tqdm
-
-    from reference.zoo import teacher_scheduler
 
     x_test, _ = load_digits_tensors("test")
     heldout = Heldout.make(x_test[: s.heldout_images], ctx.schedule.T, s.heldout_repeats)
-    noise = make_noise(s.fdd_n, seed=0)
     runs = {}
-    total = len(SCHEMES) * s.train_steps * s.seeds
+    total = len(SCHEMES) * s.train_steps * s.train_seeds
     bar = tqdm(total=total, desc="training runs", disable=not progress)
     for scheme in SCHEMES:
         p = ctx.param(scheme.parameterization)
-        models, curves, fdds = [], [], []
-        for seed in range(s.seeds):
+        models, curves = [], []
+        for seed in range(s.train_seeds):
             model, curve = train(
                 scheme, p, ctx.x_train, heldout, (ctx.uniform, ctx.edm_q),
                 steps=s.train_steps, batch=s.train_batch, eval_every=s.eval_every, seed=seed,
                 history_shape=(s.is_bins, s.is_history), on_step=lambda: bar.update(1),
             )  # fmt: skip
-            samples = sample(eps_fn_of(model, p), teacher_scheduler(), noise, steps=s.ddim_steps)
             models.append(model)
             curves.append(curve)
-            fdds.append(frechet_digits_distance(samples))
         own = own_objective_moments(ctx, models[0], scheme, s)
-        runs[scheme.key] = TrainingRun(scheme, models, curves, fdds, own)
+        runs[scheme.key] = TrainingRun(scheme, models, curves, own)
     bar.close()
     return runs
 
@@ -109,3 +105,43 @@ def examples_to_reach(run: TrainingRun, level: float) -> int | None:
         if v <= level:
             return n
     return None
+
+
+@dataclass
+class Quality:
+    """Sample quality over noise seeds: the table (a seed's value is the mean over a scheme's
+    training runs) and every run's FDD per noise seed, ``fdd[scheme][run][seed]``."""
+
+    table: SeedTable
+    fdd: dict[str, list[list[float]]]
+
+
+def paired_quality(ctx: Context, runs: dict[str, TrainingRun], s: Any) -> Quality:
+    """FDD, KID and diversity of DDIM samples of every trained model over the noise seeds
+    ``s.seeds``: on each seed every model samples ``s.fdd_n`` unconditional images from the same
+    noise ``make_noise(s.fdd_n, seed)`` (paired across schemes and training runs)."""
+    from reference.harness import over_seeds, quality_report
+    from reference.zoo import teacher_scheduler
+
+    fdd: dict[str, list[list[float]]] = {k: [[] for _ in r.models] for k, r in runs.items()}
+
+    def sampler(key: str) -> Any:
+        p = ctx.param(runs[key].scheme.parameterization)
+
+        def run(seed: int) -> list[torch.Tensor]:
+            noise = make_noise(s.fdd_n, seed)
+            return [
+                sample(eps_fn_of(m, p), teacher_scheduler(), noise, steps=s.ddim_steps, seed=seed)
+                for m in runs[key].models
+            ]
+
+        return run
+
+    def measure(key: str, xs: list[torch.Tensor], same: Any) -> dict[str, float]:
+        reports = [quality_report(x) for x in xs]
+        for j, r in enumerate(reports):
+            fdd[key][j].append(r["fd_digits"])
+        return {m: sum(r[m] for r in reports) / len(reports) for m in reports[0]}
+
+    table = over_seeds({k: sampler(k) for k in runs}, measure, s.seeds, desc="sample quality")
+    return Quality(table, fdd)
