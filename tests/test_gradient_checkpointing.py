@@ -1,5 +1,5 @@
 """Gradient checkpointing: equal gradients, exact retained-memory laws, the meter, the public
-apply/remove API and the benchmark's configuration checks."""
+apply/remove API, the benchmark's configuration checks and the intervals of its time ratios."""
 
 from __future__ import annotations
 
@@ -207,3 +207,32 @@ def test_bad_configuration_names_the_option(field: str, value: object, message: 
 
     with pytest.raises(ValueError, match=message):
         replace(FULL, **{field: value}).validate()
+
+
+def test_the_full_benchmark_times_at_least_fifteen_warmed_up_rounds() -> None:
+    from reference.gradient_checkpointing.bench import FULL
+
+    assert FULL.repeats >= 15 and FULL.warmup >= 1
+
+
+@pytest.mark.slow
+def test_quick_benchmark_puts_intervals_on_every_time_ratio(quick_result) -> None:
+    result = quick_result("gradient-checkpointing")
+    rows = {r["id"]: r for r in result["rows"]}
+    assert {r["role"] for r in rows.values()} == {"baseline", "reference", "technique", "control"}
+    for key, row in rows.items():  # no sampling: no quality figures, no seeds
+        assert "seeds" not in row and "fd_digits" not in row["values"]
+        if key != "none":
+            lo, hi = row["intervals"]["step_time_ratio"]
+            assert lo <= row["values"]["step_time_ratio"] <= hi
+    head = result["headline"]
+    assert head["limit_kind"] == "estimate" and head["speedup_interval"] is not None
+    # the step-time ratio is the reciprocal of the speedup, and so is its interval
+    ratio = rows[head["row"]]["intervals"]["step_time_ratio"]
+    assert ratio == pytest.approx(
+        [1 / head["speedup_interval"][1], 1 / head["speedup_interval"][0]]
+    )
+    step = {a["id"]: a for a in result["aims"]}["step-time"]
+    assert step["interval"] == pytest.approx(ratio)
+    threads = {n["id"]: n["params"] for n in result["notes"]}["latency-protocol"]["threads"]
+    assert threads == result["provenance"]["threads"] == 2
