@@ -322,3 +322,16 @@ def test_glossary_bench_rejects_unknown_techniques(capsys: pytest.CaptureFixture
 
     assert runner.main(["no-such-technique"]) == 2
     assert "unknown technique 'no-such-technique'" in capsys.readouterr().err
+
+
+def test_an_aim_names_the_rows_it_compares_and_they_must_exist() -> None:
+    data = result().to_dict()
+    rows = [r["id"] for r in data["rows"]]
+    data["aims"] = [
+        R._plain(R.asdict(R.aim("x", 1.2, 1.0, ">", (1.1, 1.3), row=rows[-1], against=rows[0])))
+    ]
+    assert validate_result(data) == []
+    data["aims"][0]["against"] = "nowhere"
+    assert validate_result(data) == ["aims[0].against: no row 'nowhere'"]
+    del data["aims"][0]["row"]
+    assert any("row" in p for p in validate_result(data))  # the field is required (may be null)

@@ -108,10 +108,13 @@ class Headline:
 @dataclass
 class Aim:
     """A claim tested by the benchmark: ``measured <comparison> target``, judged on ``interval``
-    when there is one (see `reference.harness.schema.aim_state`)."""
+    when there is one (see `reference.harness.schema.aim_state`); ``row`` is the row the claim
+    is about and ``against`` the row it compares with (``None`` when not a comparison of rows)."""
 
     id: str
     params: Params
+    row: str | None
+    against: str | None
     comparison: Literal[">=", "<=", ">", "<"]
     target: float
     measured: float | None
@@ -141,13 +144,21 @@ def aim(
     target: float,
     comparison: Literal[">=", "<=", ">", "<"] = ">=",
     interval: tuple[float, float] | None = None,
+    *,
+    row: str | None = None,
+    against: str | None = None,
     **params: Any,
 ) -> Aim:
-    """An `Aim` with its state computed; ``params`` are quoted by its message."""
+    """An [`Aim`][reference.harness.results.Aim] with its state computed.
+
+    ``row`` names the row the claim is about (the technique) and ``against`` the row it is
+    compared with (the baseline or a matched-cost control), so that readers and the site can
+    tell which aims test a technique against its control; ``params`` are quoted by its message.
+    """
     value = None if measured is None else float(measured)
     span = None if interval is None else (float(interval[0]), float(interval[1]))
     state = aim_state(comparison, float(target), value, span)
-    return Aim(id, dict(params), comparison, float(target), value, span, state)
+    return Aim(id, dict(params), row, against, comparison, float(target), value, span, state)
 
 
 def note(id: str, **params: Any) -> Note:

@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_PATH = Path(__file__).with_name("result.schema.json")
 
 AimState = Literal["met", "missed", "inconclusive"]
@@ -124,6 +124,9 @@ def _cross_checks(data: Mapping[str, Any]) -> list[str]:
         if head["speedup_limit"] is not None and head["limit_kind"] is None:
             out.append("headline.limit_kind: say whether the limit is a bound or an estimate")
     for i, a in enumerate(data["aims"]):
+        for part in ("row", "against"):
+            if a[part] is not None and a[part] not in ids:
+                out.append(f"aims[{i}].{part}: no row {a[part]!r}")
         state = aim_state(a["comparison"], a["target"], a["measured"], a["interval"])
         if a["state"] != state:
             out.append(f"aims[{i}].state: is {a['state']!r} but the numbers say {state!r}")
