@@ -66,6 +66,8 @@ def choice_aims(q: Any, lat: Any) -> list:
             QUALITY_TOLERANCE,
             "<=",
             interval=vs_default.interval,
+            row="chosen",
+            against="default",
         ),
         aim(
             "speedup",
@@ -73,6 +75,8 @@ def choice_aims(q: Any, lat: Any) -> list:
             1 / COST_TARGET,
             ">=",
             interval=lat.speedup_interval("chosen"),
+            row="chosen",
+            against="default",
             cost_target=COST_TARGET,
         ),
     ]
@@ -84,6 +88,8 @@ def choice_aims(q: Any, lat: Any) -> list:
                 1.0,
                 ">",
                 interval=lat.speedup_interval("chosen", against="single"),
+                row="chosen",
+                against="single",
             )
         )
     return aims

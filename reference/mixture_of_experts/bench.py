@@ -40,6 +40,7 @@ from reference.harness.sampling import frozen
 from reference.harness.seeds import N_QUALITY, SEEDS, SeedTable
 
 from .accounting import RoutingRecorder, active_parameters, flops_per_token
+from .figures import utilisation_figure
 from .layers import MoEFeedForward
 from .zoo_specs import ALPHA, CONFIGS, load_moe_model
 
@@ -94,28 +95,6 @@ def row_config(name: str) -> dict[str, Any]:
     if c["mlp_hidden"] != CONFIGS["moe_dense"]["mlp_hidden"]:
         return {"method": "dense-ffn-wide", "hidden": c["mlp_hidden"]}
     return {"method": "dense-ffn"}
-
-
-def _utilisation_figure(path: Path, fractions: list[list[float]]) -> Path:
-    import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure as MplFigure
-
-    fig = MplFigure(figsize=(7.0, 3.6), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    layers, experts = len(fractions), len(fractions[0])
-    width = 0.8 / layers
-    for i, frac in enumerate(fractions):
-        ax.bar(np.arange(experts) + i * width, frac, width, label=f"block {i}")
-    ax.axhline(1 / experts, linestyle="--", color="#8c8c8c", linewidth=1)
-    ax.annotate("uniform", (experts - 1, 1 / experts), fontsize=8, va="bottom")
-    ax.set_xticks(np.arange(experts) + 0.4 - width / 2, [f"E{e}" for e in range(experts)])
-    ax.set_ylabel("share of tokens (first choice)")
-    ax.legend(fontsize=8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    return path
 
 
 def _load(name: str) -> nn.Module:
@@ -195,14 +174,32 @@ def _aims(q: SeedTable, lat: Any) -> list:
     vs_dense = q.ratio("moe_sparse", "moe_dense", "fd_digits")
     vs_wide = q.ratio("moe_sparse", "moe_dense_wide", "fd_digits")
     return [
-        aim("quality-vs-dense", vs_dense.value, 1.0, "<", interval=vs_dense.interval),
-        aim("quality-vs-wide", vs_wide.value, AS_GOOD, "<=", interval=vs_wide.interval),
+        aim(
+            "quality-vs-dense",
+            vs_dense.value,
+            1.0,
+            "<",
+            interval=vs_dense.interval,
+            row="sparse",
+            against="dense",
+        ),
+        aim(
+            "quality-vs-wide",
+            vs_wide.value,
+            AS_GOOD,
+            "<=",
+            interval=vs_wide.interval,
+            row="sparse",
+            against="dense_wide",
+        ),
         aim(
             "speedup-vs-wide",
             lat.speedup_over("moe_sparse", "moe_dense_wide"),
             1.0,
             ">",
             interval=lat.speedup_interval("moe_sparse", against="moe_dense_wide"),
+            row="sparse",
+            against="dense_wide",
         ),
         aim(
             "speedup",
@@ -210,6 +207,8 @@ def _aims(q: SeedTable, lat: Any) -> list:
             1 / 1.15,
             ">=",
             interval=lat.speedup_interval("moe_sparse"),
+            row="sparse",
+            against="dense",
         ),
     ]
 
@@ -261,7 +260,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     models, q, first, lat, fractions = _measure(cfg)
     rows, size = _rows(models, q, lat)
     figures = [Figure(f"{SLUG}.png", "utilisation"), Figure(f"{SLUG}-samples.png", "samples")]
-    _utilisation_figure(out / figures[0].file, fractions)
+    utilisation_figure(out / figures[0].file, fractions)
     show = min(20, cfg.n_quality)
     save_grid(torch.cat([first[n][:show] for n in MODELS]), out / figures[1].file, nrow=10)
     ratio = q.ratio("moe_sparse", "moe_dense", "fd_digits")
