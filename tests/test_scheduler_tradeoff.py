@@ -152,11 +152,15 @@ def test_command_line_rejects_a_bad_option_before_any_work(capsys) -> None:
 
 @pytest.mark.parametrize("name", list(sch.SCHEDULERS))
 def test_solver_settings_are_what_make_scheduler_builds(name: str) -> None:
+    from reference.harness.schedulers import make_scheduler as make_harness_scheduler
+
     cls, cfg = sch.solver_settings(name)
     scheduler = sch.make_scheduler(name)
     assert type(scheduler).__name__ == cls and cfg["timestep_spacing"] == "trailing"
     for key, value in cfg.items():
         assert scheduler.config[key] == value, key
+    harness = make_harness_scheduler(name)
+    assert type(harness) is type(scheduler) and dict(harness.config) == dict(scheduler.config)
     _, unclipped = sch.solver_settings(name, clip=False)
     assert not unclipped.get("clip_sample", False) and not unclipped.get("thresholding", False)
     if name in ("dpmpp2m", "unipc"):  # x0 thresholding at 1.0 and the last step to sigma = 0

@@ -78,9 +78,10 @@ Production: ``diffusers`` ``DDPMScheduler``, ``DDIMScheduler``, ``DPMSolverMulti
 
 The package
 -----------
-* :mod:`reference.scheduler_tradeoff.schedulers` - :data:`SCHEDULERS`, :func:`solver_settings`
-  (class name and configuration, for other benchmarks such as the grid search) and
-  :func:`make_scheduler`: the five diffusers classes with the shared settings above.
+* :mod:`reference.scheduler_tradeoff.schedulers` - :data:`SCHEDULERS` (kept in
+  :mod:`reference.harness.schedulers`, where the grid search takes them from too),
+  :func:`solver_settings` (class name and configuration) and :func:`make_scheduler`: the five
+  diffusers classes with the shared settings above.
 * :mod:`reference.scheduler_tradeoff.solvers` - :class:`MinimalDDIM` (eq. 12) and
   :class:`MinimalDPMSolverPP2M` (Algorithm 2) written from the papers, with diffusers'
   ``set_timesteps``/``step`` protocol, and :func:`max_step_difference`, the step-for-step check.

@@ -1,39 +1,24 @@
-"""The five diffusers schedulers of the trade-off, configured alike on the zoo's schedule."""
+"""The five diffusers schedulers of the trade-off, configured alike on the zoo's schedule.
+
+The settings themselves (:data:`SCHEDULERS`, :data:`TIMESTEP_SPACING`) live in
+:mod:`reference.harness.schedulers`, the one place every benchmark takes them from (the grid
+search too); :func:`solver_settings` states them as a class name and a configuration.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-TIMESTEP_SPACING = "trailing"
+from reference.harness.schedulers import SCHEDULERS, TIMESTEP_SPACING, check_scheduler
 
-SCHEDULERS: dict[str, tuple[str, dict[str, Any]]] = {
-    "ddpm": ("DDPMScheduler", {"clip_sample": True}),
-    "ddim": ("DDIMScheduler", {"clip_sample": True, "set_alpha_to_one": True}),
-    "dpmpp2m": (
-        "DPMSolverMultistepScheduler",
-        {
-            "algorithm_type": "dpmsolver++",
-            "solver_order": 2,
-            "solver_type": "midpoint",
-            "lower_order_final": True,
-            "final_sigmas_type": "zero",
-            "thresholding": True,
-            "sample_max_value": 1.0,
-        },
-    ),
-    "unipc": (
-        "UniPCMultistepScheduler",
-        {
-            "solver_order": 2,
-            "lower_order_final": True,
-            "final_sigmas_type": "zero",
-            "thresholding": True,
-            "sample_max_value": 1.0,
-        },
-    ),
-    "euler": ("EulerDiscreteScheduler", {"final_sigmas_type": "zero"}),
-}
-"""Short name -> (diffusers class, configuration overrides on the zoo schedule)."""
+__all__ = [
+    "LABELS",
+    "SCHEDULERS",
+    "TIMESTEP_SPACING",
+    "make_scheduler",
+    "model_calls_per_step",
+    "solver_settings",
+]
 
 LABELS = {
     "ddpm": "DDPM",
@@ -45,22 +30,17 @@ LABELS = {
 """Legend names in the figures."""
 
 
-def _known(name: str) -> None:
-    if name not in SCHEDULERS:
-        raise ValueError(f"unknown scheduler {name!r}; choose from {', '.join(SCHEDULERS)}")
-
-
 def solver_settings(name: str, *, clip: bool = True) -> tuple[str, dict[str, Any]]:
     """``(diffusers class name, configuration)`` of scheduler ``name`` on the zoo schedule: the
-    settings of :data:`SCHEDULERS` plus trailing spacing, the public form for other benchmarks
-    (the grid search builds its solvers from it).
+    settings of :data:`SCHEDULERS` plus trailing spacing, exactly what
+    :func:`reference.harness.schedulers.make_scheduler` builds (tested).
 
     The configuration holds what this model needs: trailing timestep spacing, the last step to
     ``abar = 1`` (``set_alpha_to_one`` / ``final_sigmas_type="zero"``) and the x0 prediction
     clipped to [-1, 1] (``clip_sample``, or ``thresholding`` with ``sample_max_value=1.0``);
     ``clip=False`` turns the clipping off.
     """
-    _known(name)
+    check_scheduler(name)
     cls, overrides = SCHEDULERS[name]
     cfg = dict(overrides, timestep_spacing=TIMESTEP_SPACING)
     if not clip:
@@ -83,5 +63,5 @@ def make_scheduler(name: str, *, clip: bool = True) -> Any:
 
 def model_calls_per_step(name: str) -> int:
     """Denoiser evaluations per scheduler step: 1 for all five (multistep solvers reuse history)."""
-    _known(name)
+    check_scheduler(name)
     return 1
