@@ -266,5 +266,8 @@ def test_quick_benchmark_reports_every_role_paired_seeds_and_a_run_based_estimat
     assert set(aims) == {"speedup", "quality", "quality-vs-control", "speed-vs-control"}
     assert all(a["interval"] is not None for a in aims.values())
     assert aims["quality-vs-control"]["params"]["control_steps"] == rows["ddim3"]["config"]["steps"]
+    for key in ("quality-vs-control", "speed-vs-control"):  # the aims against the control
+        assert (aims[key]["row"], aims[key]["against"]) == ("dc3", "ddim3")
+        assert rows[aims[key]["against"]]["role"] == "control"
     notes = {n["id"] for n in result["notes"]}
     assert {"quality-protocol", "latency-protocol", "matched-cost"} <= notes
