@@ -203,6 +203,8 @@ def test_quick_benchmark_pairs_seeds_and_calls_the_nfe_ratio_an_estimate(quick_r
     aims = {a["id"]: a for a in result["aims"]}
     assert set(aims) == {"quality", "quality-vs-control"}
     assert all(a["interval"] is not None for a in aims.values())
+    assert aims["quality-vs-control"]["against"] == f"ddim-{h}"
+    assert rows[aims["quality-vs-control"]["against"]]["role"] == "control"
     notes = {n["id"]: n["params"] for n in result["notes"]}
     assert notes["ours-vs-diffusers"]["ddim_step"] <= 1e-5
     assert notes["ours-vs-diffusers"]["dpm_step"] <= 1e-5
