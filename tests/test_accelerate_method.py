@@ -192,6 +192,10 @@ def test_quick_benchmark_pairs_seeds_and_bounds_the_speedup_by_the_counted_work(
     aims = {a["id"]: a for a in result["aims"]}
     assert set(aims) == {"beats-same-nfe", "quality", "speedup"}
     assert all(a["interval"] is not None for a in aims.values())
+    assert (aims["beats-same-nfe"]["row"], aims["beats-same-nfe"]["against"]) == (
+        "newton",
+        "ddim-same",
+    )
     assert rows["real"]["role"] == "reference"
     notes = {n["id"]: n["params"] for n in result["notes"]}
     assert {"quality-protocol", "latency-protocol", "same-nfe-control"} <= set(notes)

@@ -119,9 +119,40 @@ def _aims(study: Study, cfg: Config, limit: float, same: int) -> list:
     quality = q.ratio("newton", "base", "fd_digits")
     speed, speed_ci = lat.speedup["newton"], lat.speedup_interval("newton")
     return [
-        aim("beats-same-nfe", vs_ctrl.value, 1.0, "<", vs_ctrl.interval, k=k, full=same),
-        aim("quality", quality.value, 1.1, "<=", quality.interval, k=k, steps=cfg.steps),
-        aim("speedup", speed, 1.7, ">=", speed_ci, k=k, steps=cfg.steps, limit=limit),
+        aim(
+            "beats-same-nfe",
+            vs_ctrl.value,
+            1.0,
+            "<",
+            vs_ctrl.interval,
+            row="newton",
+            against="ddim-same",
+            k=k,
+            full=same,
+        ),
+        aim(
+            "quality",
+            quality.value,
+            1.1,
+            "<=",
+            quality.interval,
+            row="newton",
+            against="base",
+            k=k,
+            steps=cfg.steps,
+        ),
+        aim(
+            "speedup",
+            speed,
+            1.7,
+            ">=",
+            speed_ci,
+            row="newton",
+            against="base",
+            k=k,
+            steps=cfg.steps,
+            limit=limit,
+        ),
     ]
 
 
