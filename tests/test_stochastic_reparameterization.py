@@ -256,3 +256,5 @@ def test_quick_benchmark_scores_every_trained_scheme_over_paired_noise_seeds(
     notes = {n["id"]: n["params"] for n in result["notes"]}
     assert "fdd-at-n" not in notes and "quality-protocol" in notes
     assert len(notes["training-seeds"]["per_run"]) == result["settings"]["train_seeds"]
+    for a in result["aims"]:
+        assert a["against"] == "var-eps-iid" and a["row"] == a["params"]["best"]

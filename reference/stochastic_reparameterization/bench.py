@@ -218,9 +218,11 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     ratio = quality.table.ratio(HEADLINE.removeprefix("train-"), "eps", "fd_digits")
     aims = [
         aim("loss-variance", best_loss.values["loss_var_reduction"], 2.0, ">=",
-            interval=best_loss.intervals["loss_var_reduction"], best=best_loss.id),
+            interval=best_loss.intervals["loss_var_reduction"], row=best_loss.id,
+            against="var-eps-iid", best=best_loss.id),
         aim("gradient-variance", best_grad.values["grad_var_reduction"], 2.0, ">=",
-            interval=best_grad.intervals["grad_var_reduction"], best=best_grad.id),
+            interval=best_grad.intervals["grad_var_reduction"], row=best_grad.id,
+            against="var-eps-iid", best=best_grad.id),
     ]  # fmt: skip
     return Measurement(
         settings=settings_of(
