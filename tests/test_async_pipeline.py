@@ -86,3 +86,48 @@ def test_bad_arguments_give_one_clear_line() -> None:
     ):
         with pytest.raises(ValueError, match=re.escape(message)):
             dataclasses.replace(ap.Config(), **change).validate()
+
+
+def test_the_benchmark_measures_quality_on_paired_seeds_at_the_standard_size() -> None:
+    from reference.harness.seeds import N_QUALITY, SEEDS
+
+    assert ap.Config().n_quality == N_QUALITY and ap.Config().seeds == SEEDS
+    assert ap.Config().repeats >= 15
+    with pytest.raises(ValueError, match="--seeds needs at least 2 distinct"):
+        dataclasses.replace(ap.Config(), seeds=(0,)).validate()
+
+
+@pytest.mark.slow
+def test_quick_benchmark_limit_and_speedup_refer_to_the_same_configuration(quick_result) -> None:
+    import math
+
+    result = quick_result("async-pipeline")
+    rows = {r["id"]: r for r in result["rows"]}
+    seeds = result["settings"]["seeds"]
+    for key in ("q-single", "q-async"):
+        assert len(rows[key]["seeds"]["fd_digits"]) == len(seeds)
+        assert rows[key]["config"]["batch"] == result["settings"]["n_quality"]
+    assert rows["real"]["config"]["n"] == result["settings"]["n_quality"]
+    aims = {a["id"]: a for a in result["aims"]}
+    assert set(aims) == {"speedup", "quality", "beats-sync"}
+    big = max(result["settings"]["batches"])
+    assert (aims["beats-sync"]["row"], aims["beats-sync"]["against"]) == (
+        f"b{big}-async",
+        f"b{big}-sync",
+    )
+    assert (aims["quality"]["row"], aims["quality"]["against"]) == ("q-async", "q-single")
+    for a in aims.values():
+        assert a["interval"] is not None and a["interval"][0] <= a["measured"] <= a["interval"][1]
+    fd_a, fd_s = rows["q-async"]["seeds"]["fd_digits"], rows["q-single"]["seeds"]["fd_digits"]
+    geo = math.exp(sum(math.log(a / b) for a, b in zip(fd_a, fd_s, strict=True)) / len(seeds))
+    assert aims["quality"]["measured"] == pytest.approx(geo)
+    # the limit (1) is the ideal speedup over the same 2-thread process the speedup is against
+    limit = {n["id"]: n["params"] for n in result["notes"]}["limit"]
+    steps, w = result["settings"]["steps"], limit["warmup"]
+    s1, s2 = limit["s1"], limit["s2"]
+    expected = steps * limit["t2"] / (w * (s1 + s2) + (steps - w) * max(s1, s2))
+    head = result["headline"]
+    assert head["limit_kind"] == "estimate" and head["speedup_limit"] == pytest.approx(expected)
+    assert head["row"] == f"b{max(result['settings']['batches'])}-async"
+    assert head["quality_interval"] is not None
+    assert "speedup" in rows["b2-stream"]["intervals"]
