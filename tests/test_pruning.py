@@ -265,6 +265,9 @@ def test_quick_benchmark_judges_the_prune_on_paired_seeds_against_two_controls(
     assert "latency_ms" not in rows["l1-0.5"]["values"]
     aims = {a["id"]: a for a in result["aims"]}
     assert set(aims) == {"speedup", "quality", "beats-fewer-steps", "beats-scratch"}
+    assert {a["row"] for a in aims.values()} == {"finetuned"}
+    against = {k: a["against"] for k, a in aims.items()}
+    assert against["beats-fewer-steps"] == "fewer-steps" and against["beats-scratch"] == "scratch"
     for a in aims.values():
         assert a["interval"] is not None and a["interval"][0] <= a["measured"] <= a["interval"][1]
     fd = {key: rows[key]["seeds"]["fd_digits"] for key in ("finetuned", "fewer-steps")}
