@@ -234,6 +234,8 @@ def test_quick_benchmark_times_the_control_and_judges_on_paired_seeds(quick_resu
     assert k == max(1, round(result["settings"]["steps"] * flops)) == control["values"]["nfe"]
     aims = {a["id"]: a for a in result["aims"]}
     assert set(aims) == {"layers-speedup", "quality", "beats-fewer-steps"}
+    assert {a["row"] for a in aims.values()} == {"asvd-0.5"}
+    assert aims["beats-fewer-steps"]["against"] == "control"
     for a in aims.values():
         assert a["interval"] is not None and a["interval"][0] <= a["measured"] <= a["interval"][1]
     fd_h, fd_c = head["seeds"]["fd_digits"], control["seeds"]["fd_digits"]

@@ -223,6 +223,8 @@ def _aims(cfg: Config, r: SimpleNamespace) -> list[Aim]:
             1.5,
             ">=",
             interval=r.layers.speedup_interval(head.key),
+            row=head.key,
+            against="dense",
             budget=cfg.headline_budget,
         ),
         aim(
@@ -231,6 +233,8 @@ def _aims(cfg: Config, r: SimpleNamespace) -> list[Aim]:
             1.2,
             "<=",
             interval=quality.interval,
+            row=head.key,
+            against="dense",
             budget=cfg.headline_budget,
         ),
         aim(
@@ -239,6 +243,8 @@ def _aims(cfg: Config, r: SimpleNamespace) -> list[Aim]:
             1.0,
             "<=",
             interval=vs_control.interval,
+            row=head.key,
+            against="control",
             steps=head.steps,
             control_steps=r.control.steps,
         ),
