@@ -243,3 +243,6 @@ def test_quick_benchmark_checks_exactness_and_labels_its_limit_an_estimate(quick
     assert head["speedup_limit"] == rows[head["row"]]["values"]["speedup_limit"]
     speed = {a["id"]: a for a in result["aims"]}["speedup"]
     assert speed["interval"] == head["speedup_interval"]
+    assert (
+        speed["row"] == head["row"] and speed["against"] == head["row"][: -len("fused")] + "eager"
+    )

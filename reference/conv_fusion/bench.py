@@ -167,7 +167,18 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             speedup_limit=head.limit,
             limit_kind="estimate",
         ),
-        aims=[aim("speedup", head.speedup, 1.2, ">=", interval=head_ci, batch=cfg.headline_batch)],
+        aims=[
+            aim(
+                "speedup",
+                head.speedup,
+                1.2,
+                ">=",
+                interval=head_ci,
+                row=f"denoiser-b{cfg.headline_batch}-fused",
+                against=f"denoiser-b{cfg.headline_batch}-eager",
+                batch=cfg.headline_batch,
+            )
+        ],
         notes=notes,
         figures=figures,
     )
