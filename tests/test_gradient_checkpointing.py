@@ -234,5 +234,6 @@ def test_quick_benchmark_puts_intervals_on_every_time_ratio(quick_result) -> Non
     )
     step = {a["id"]: a for a in result["aims"]}["step-time"]
     assert step["interval"] == pytest.approx(ratio)
+    assert (step["row"], step["against"]) == (head["row"], "none")
     threads = {n["id"]: n["params"] for n in result["notes"]}["latency-protocol"]["threads"]
     assert threads == result["provenance"]["threads"] == 2
