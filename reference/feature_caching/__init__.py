@@ -112,14 +112,12 @@ __all__ = [
     "DeepCacheEps",
     "KVCache",
     "UNetPass",
-    "benchmark",
     "check_supported",
     "condition_embedding",
     "cross_attention_kv",
     "cross_attention_with_kv",
     "flop_speedup_estimate",
     "full_steps",
-    "main",
     "matched_ddim_steps",
     "relative_cost",
     "schedule_speedup_limit",
@@ -128,17 +126,3 @@ __all__ = [
     "speedup_limit",
     "unet_forward",
 ]
-
-
-def benchmark(quick: bool = False):
-    """Run the benchmark (see :mod:`.bench`); ``quick`` = the small test configuration."""
-    from .bench import benchmark as _benchmark
-
-    return _benchmark(quick)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m reference.feature_caching --help``."""
-    from .bench import main as _main
-
-    return _main(argv)
