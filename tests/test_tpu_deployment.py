@@ -188,3 +188,30 @@ def test_payoff_covers_the_four_cases() -> None:
     assert payoff(1.5, 10.0, 20.0) == ("payoff-never-slower", {})
     kind, params = payoff(-0.2, 10.0, 10.3)
     assert kind == "payoff-lead-only" and round(params["images"]) == 667
+
+
+def test_full_run_measures_quality_on_paired_seeds_at_the_shared_sample_size() -> None:
+    from reference.harness.seeds import N_QUALITY, SEEDS
+    from reference.tpu_deployment.bench import FULL
+
+    assert FULL.n_quality == N_QUALITY and FULL.seeds == SEEDS and FULL.repeats >= 15
+
+
+@pytest.mark.slow
+def test_quick_benchmark_reports_paired_quality_and_the_real_reference(quick_result) -> None:
+    result = quick_result("tpu-deployment")
+    rows = {r["id"]: r for r in result["rows"]}
+    seeds = result["settings"]["seeds"]
+    for key in ("torch", "compiled"):  # the rows whose samples can differ (quick: no bf16)
+        assert len(rows[key]["seeds"]["fd_digits"]) == len(seeds)
+        assert {"fd_digits", "kid_digits"} <= set(rows[key]["intervals"])
+    assert "fd_digits" not in rows["per-step"]["values"]  # the loop's arithmetic, see the note
+    assert rows["real"]["role"] == "reference"
+    assert rows["real"]["config"]["n"] == result["settings"]["n_quality"]
+    head = result["headline"]
+    assert head["quality_interval"] is not None
+    assert head["quality_interval"][0] <= head["quality_ratio"] <= head["quality_interval"][1]
+    notes = {n["id"] for n in result["notes"]}
+    assert {"quality-protocol", "quality-rows"} <= notes and "fdd-at-n" not in notes
+    aims = {a["id"]: a for a in result["aims"]}
+    assert aims["loop-vs-step"]["against"] == "per-step" and aims["parity"]["row"] == "compiled"

@@ -3,7 +3,9 @@
 
 Rows: the harness's torch DDIM loop on the diffusers U-Net (baseline), the JAX port's whole loop
 as one XLA program (technique), the same step jitted and dispatched per step from Python
-(control), and the whole loop sharded over the host devices and in bfloat16 (techniques).
+(control), the whole loop sharded over the host devices and in bfloat16 (techniques), and
+class-balanced real digits (reference). Latency on one timed batch; the quality of torch, the
+loop and bfloat16 on paired noise seeds (the other rows run the loop's float32 arithmetic).
 Everything measured here runs on JAX's **CPU** backend; no figure is a TPU figure.
 """
 
@@ -14,9 +16,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from reference.harness.cli import Option, at_least, int_tuple
+from reference.harness.cli import Option, at_least, check_seeds, int_tuple
 from reference.harness.cost import latency_note
 from reference.harness.results import (
+    Aim,
     Figure,
     Measurement,
     Metric,
@@ -27,14 +30,17 @@ from reference.harness.results import (
     settings_of,
     speedup_headline,
 )
+from reference.harness.seeds import N_QUALITY, SEEDS, SeedTable
 
 from . import JAX_MISSING, configure_host_devices, require_jax
-from .measure import Runs, measure, payoff
+from .measure import Runs, measure, payoff, quality_samplers
 
 configure_host_devices()  # before anything imports jax: the 8 host devices of the sharded row
 
 SLUG = "tpu-deployment"
 PARITY_TOLERANCE = 1e-4
+BF16_TOLERANCE = 1.05
+"""bfloat16 may move the FDD of the float32 loop by at most 5% (paired ratio)."""
 ROWS = {
     "torch": ({"method": "torch-eager"}, "baseline"),
     "compiled": ({"method": "jax-loop"}, "technique"),
@@ -46,10 +52,13 @@ ROWS = {
 
 @dataclass(frozen=True)
 class Config:
-    """What to measure: ``n`` images, ``steps`` DDIM steps, guidance, timing rounds, and the
-    stream of request sizes served with and without batch buckets."""
+    """What to measure: ``n`` images per timed batch, ``steps`` DDIM steps, guidance, timing
+    rounds, the stream of request sizes served with and without batch buckets, and the quality
+    of ``n_quality`` images on each of ``seeds``."""
 
     n: int = 64
+    n_quality: int = N_QUALITY
+    seeds: tuple[int, ...] = SEEDS
     steps: int = 20
     guidance_scale: float = 1.0
     repeats: int = 15
@@ -59,7 +68,8 @@ class Config:
     full_rows: bool = True
 
     def validate(self) -> None:
-        at_least(self, n=1, steps=1, guidance_scale=0, repeats=1, warmup=0)
+        at_least(self, n=1, n_quality=10, steps=1, guidance_scale=0, repeats=1, warmup=0)
+        check_seeds(self.seeds)
         if any(s < 1 for s in self.stream):
             raise ValueError(f"--stream sizes must be >= 1, got {self.stream}")
         if not self.buckets or any(b < 1 for b in self.buckets):
@@ -79,10 +89,22 @@ class Config:
 
 
 FULL = Config()
-QUICK = Config(n=8, steps=2, repeats=2, warmup=1, stream=(3, 5), buckets=(8,), full_rows=False)
+QUICK = Config(
+    n=8,
+    n_quality=20,
+    seeds=(0, 1),
+    steps=2,
+    repeats=2,
+    warmup=1,
+    stream=(3, 5),
+    buckets=(8,),
+    full_rows=False,
+)
 DEMO = Config(n=16, steps=10, repeats=3, warmup=1, full_rows=False)
 OPTIONS = (
     Option("n"),
+    Option("n_quality"),
+    Option("seeds", int_tuple, "S,S,..."),
     Option("steps"),
     Option("guidance_scale", float, "X"),
     Option("repeats"),
@@ -92,8 +114,21 @@ OPTIONS = (
 
 
 def _run(cfg: Config) -> Runs:
+    quality = ("n_quality", "seeds")  # measured apart, on the paired seeds (_quality)
     fields = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
-    return measure(**fields)
+    return measure(**{k: v for k, v in fields.items() if k not in quality})
+
+
+def _quality(cfg: Config) -> SeedTable:
+    """FDD and KID of torch, the compiled loop and (full rows) bfloat16, paired over seeds."""
+    from reference.harness import frechet_digits_distance, kernel_digits_distance, over_seeds
+
+    samplers = quality_samplers(cfg.n_quality, cfg.steps, cfg.guidance_scale, cfg.full_rows)
+
+    def measure_fn(key: str, x, same) -> dict[str, float]:  # type: ignore[no-untyped-def]
+        return {"fd_digits": frechet_digits_distance(x), "kid_digits": kernel_digits_distance(x)}
+
+    return over_seeds(samplers, measure_fn, cfg.seeds)
 
 
 def _figures(m: Runs, out: Path) -> list[Figure]:
@@ -124,8 +159,10 @@ def _figures(m: Runs, out: Path) -> list[Figure]:
     return figures
 
 
-def _notes(cfg: Config, m: Runs, fdd_floor: float) -> list:
+def _notes(cfg: Config, m: Runs) -> list:
     import torch
+
+    from reference.harness import quality_note
 
     lat = m.latency
     per_image = {k: lat.median_ms(k) / m.n for k in m.samples}
@@ -141,7 +178,8 @@ def _notes(cfg: Config, m: Runs, fdd_floor: float) -> list:
         note("compile-times", loop=m.compile_s["compiled"], step=m.compile_s["per-step"]),
         note(vs_torch[0], row="torch", **vs_torch[1]),
         note(vs_step[0], row="per-step", **vs_step[1]),
-        note("fdd-at-n", n=m.n, floor=fdd_floor),
+        quality_note(cfg.n_quality, cfg.seeds),
+        note("quality-rows", n=cfg.n_quality),
         note("published-tpu"),
         latency_note(cfg.repeats, m.n),
     ]
@@ -175,41 +213,68 @@ def _notes(cfg: Config, m: Runs, fdd_floor: float) -> list:
     return notes
 
 
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Measure every way of running the loop; write the figures into ``out``."""
-    from reference.harness import fdd_floor, frechet_digits_distance
-
-    m = _run(cfg)
+def _row(key: str, m: Runs, q: SeedTable) -> Row:
+    """A row: latency of the timed batch, compile time, max deviation from torch and, for the
+    rows whose quality is measured, the FDD and KID over the paired seeds."""
     lat = m.latency
-    fdd = {k: frechet_digits_distance(v) for k, v in m.samples.items()}
-    rows = []
-    for key in m.samples:
-        config, role = ROWS[key]
-        config = {**config, "devices": m.devices} if key == "sharded" else config
-        rows.append(
-            Row(
-                key,
-                {**config, "steps": m.steps},
-                role,  # type: ignore[arg-type]
-                {
-                    "latency_ms": lat.median_ms(key),
-                    "speedup": lat.speedup[key],
-                    "ms_per_image": lat.median_ms(key) / m.n,
-                    "fd_digits": fdd[key],
-                    "compile_s": m.compile_s.get(key, 0.0),
-                    "max_abs_vs_torch": m.max_abs[key],
-                },
-                intervals={"speedup": lat.speedup_interval(key)} if key != "torch" else {},
-                spread={"latency_ms": lat.iqr_ms(key)},
+    config, role = ROWS[key]
+    config = {**config, "devices": m.devices} if key == "sharded" else config
+    values, intervals, seeds = q.row_fields(key) if key in q.values else ({}, {}, {})
+    values |= {
+        "latency_ms": lat.median_ms(key),
+        "speedup": lat.speedup[key],
+        "ms_per_image": lat.median_ms(key) / m.n,
+        "compile_s": m.compile_s.get(key, 0.0),
+        "max_abs_vs_torch": m.max_abs[key],
+    }
+    if key != "torch":
+        intervals["speedup"] = lat.speedup_interval(key)
+    spread = {"latency_ms": lat.iqr_ms(key)}
+    return Row(key, {**config, "steps": m.steps}, role, values, intervals, spread, seeds)  # type: ignore[arg-type]
+
+
+def _aims(m: Runs, q: SeedTable) -> list[Aim]:
+    lat = m.latency
+    # the loop against per-step dispatch: the same paired rounds, per-step as the reference
+    loop_vs_step = lat.speedup_over("compiled", "per-step")
+    step_interval = lat.speedup_interval("compiled", against="per-step")
+    aims = [
+        aim(
+            "parity", m.max_abs["compiled"], PARITY_TOLERANCE, "<=", row="compiled", against="torch"
+        ),
+        aim(
+            "loop-vs-step",
+            loop_vs_step,
+            1.0,
+            ">=",
+            step_interval,
+            row="compiled",
+            against="per-step",
+        ),
+    ]
+    if "bf16" in q.values:
+        r = q.ratio("bf16", "compiled", "fd_digits")
+        aims.append(
+            aim(
+                "bf16-quality",
+                r.value,
+                BF16_TOLERANCE,
+                "<=",
+                r.interval,
+                row="bf16",
+                against="compiled",
             )
         )
-    # the loop against per-step dispatch: the same paired rounds, per-step as the reference
-    vs_step = dataclasses.replace(lat, baseline="per-step")
-    loop_vs_step = lat.median_ms("per-step") / lat.median_ms("compiled")
-    aims = [
-        aim("parity", m.max_abs["compiled"], PARITY_TOLERANCE, "<="),
-        aim("loop-vs-step", loop_vs_step, 1.0, ">=", interval=vs_step.speedup_interval("compiled")),
-    ]
+    return aims
+
+
+def benchmark(cfg: Config, out: Path) -> Measurement:
+    """Measure every way of running the loop; write the figures into ``out``."""
+    from reference.harness import real_reference_row
+
+    m = _run(cfg)
+    q = _quality(cfg)
+    ratio = q.ratio("compiled", "torch", "fd_digits")
     return Measurement(
         settings=settings_of(
             cfg, devices=m.devices, backend="cpu", jax=str(require_jax().__version__)
@@ -219,19 +284,21 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
             "speedup",
             ms_per_image=Metric("ms", "lower"),
             fd_digits=metrics("fd_digits")["fd_digits"],
+            kid_digits=metrics("kid_digits")["kid_digits"],
             compile_s=Metric("s", "lower"),
             max_abs_vs_torch=Metric("", "lower"),
         ),
-        rows=rows,
+        rows=[*(_row(key, m, q) for key in m.samples), real_reference_row(cfg.n_quality)],
         headline=speedup_headline(
             "compiled",
-            lat,
+            m.latency,
             limit=None,
             limit_kind=None,
-            quality_ratio=fdd["compiled"] / fdd["torch"],
+            quality_ratio=ratio.value,
+            quality_interval=ratio.interval,
         ),
-        aims=aims,
-        notes=_notes(cfg, m, fdd_floor(m.n)),
+        aims=_aims(m, q),
+        notes=_notes(cfg, m),
         figures=_figures(m, out),
     )
 

@@ -3,7 +3,9 @@
 ``torch`` (the harness sampler on the diffusers U-Net, eager), ``compiled`` (the whole loop as one
 XLA program), ``per-step`` (a jitted step dispatched from Python), and with ``full_rows`` the
 whole loop sharded over the host devices and in bfloat16; plus a stream of requests served with
-and without batch buckets. Everything runs on JAX's **CPU** backend.
+and without batch buckets. Everything runs on JAX's **CPU** backend. :func:`quality_samplers`
+gives the samplers whose quality the benchmark measures on paired noise seeds (torch, the
+compiled loop and, with ``full_rows``, its bfloat16 variant).
 """
 
 from __future__ import annotations
@@ -147,6 +149,54 @@ def measure(
         for policy, sizes in (("exact", ()), ("buckets", buckets)):
             served[policy] = serve_stream(factory, params, stream, sizes)
     return Runs(n, steps, lat, samples, compile_s, max_abs, served, devices)
+
+
+def quality_samplers(
+    n: int, steps: int, guidance_scale: float, full_rows: bool
+) -> dict[str, Callable[[int], Any]]:
+    """``{row: seed -> samples}``: torch, the compiled JAX loop and (``full_rows``) its bfloat16
+    variant, each sampling ``n`` images NCHW from ``make_noise(n, seed)`` with balanced labels
+    (the same noise for every row on a seed). The loops are new programs for this batch shape."""
+    require_jax()
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+
+    from reference import zoo
+    from reference.harness import class_labels, make_noise, model_eps_fn, sample
+
+    from .sampler import Sampler, ddim_tables
+    from .unet import cast_params, nchw_to_nhwc, nhwc_to_nchw
+
+    params, ucfg = load_teacher_params()
+    unet, labels = zoo.load_teacher(), class_labels(n)
+    tables = ddim_tables(zoo.teacher_scheduler(), steps)
+
+    def torch_run(seed: int) -> Any:
+        with torch.inference_mode():
+            eps = model_eps_fn(unet)
+            sched = zoo.teacher_scheduler()
+            noise = make_noise(n, seed)
+            return sample(
+                eps, sched, noise, steps=steps, labels=labels, guidance_scale=guidance_scale
+            )
+
+    def jax_run(sampler: Sampler, weights: Any) -> Callable[[int], Any]:
+        def run(seed: int) -> Any:
+            x = nchw_to_nhwc(make_noise(n, seed).numpy())
+            out = sampler.compiled(*sampler.place(weights, x, labels.numpy()))
+            return torch.from_numpy(np.array(nhwc_to_nchw(np.asarray(out))))
+
+        return run
+
+    runs: dict[str, Callable[[int], Any]] = {
+        "torch": torch_run,
+        "compiled": jax_run(Sampler(ucfg, tables, guidance_scale=guidance_scale), params),
+    }
+    if full_rows:
+        bf16 = Sampler(ucfg, tables, guidance_scale=guidance_scale, compute_dtype=jnp.bfloat16)
+        runs["bf16"] = jax_run(bf16, cast_params(params, jnp.bfloat16))
+    return runs
 
 
 def break_even_images(compile_s: float, per_image_other_ms: float, per_image_ms: float) -> float:
