@@ -196,6 +196,11 @@ def test_quick_benchmark_judges_students_against_the_teacher_at_the_same_steps(
     aims = {a["id"]: a for a in result["aims"]}
     assert set(aims) == {"beats-control", "quality"}
     assert aims["beats-control"]["comparison"] == "<" and aims["beats-control"]["target"] == 1.0
+    assert (aims["beats-control"]["row"], aims["beats-control"]["against"]) == (
+        "student4",
+        "teacher4",
+    )
+    assert aims["quality"]["against"] == "teacher64"
     for a in aims.values():
         assert a["interval"] is not None and a["interval"][0] <= a["measured"] <= a["interval"][1]
     student, teacher = (rows[k]["seeds"]["fd_digits"] for k in ("student4", "teacher4"))
