@@ -183,6 +183,7 @@ def test_quick_benchmark_judges_the_model_at_the_same_steps_with_a_counted_limit
     aims = {a["id"]: a for a in result["aims"]}
     assert set(aims) == {"beats-control", "quality"}
     assert aims["beats-control"]["target"] == 1.0 and aims["beats-control"]["comparison"] == "<"
+    assert (aims["beats-control"]["row"], aims["beats-control"]["against"]) == ("cm2", "dpm2")
     assert all(a["interval"] is not None for a in aims.values())
     head = result["headline"]
     # the limit is the counted NFE ratio, not a figure from the run's medians
