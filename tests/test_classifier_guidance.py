@@ -178,6 +178,8 @@ def test_quick_benchmark_judges_guidance_against_a_same_cost_control(quick_resul
     assert set(aims) == {"accuracy", "quality", "accuracy-vs-same-cost", "quality-vs-same-cost"}
     assert all(a["interval"] is not None for a in aims.values())
     assert aims["quality-vs-same-cost"]["params"]["cfg_steps"] == same["config"]["steps"]
+    for key in ("accuracy-vs-same-cost", "quality-vs-same-cost"):
+        assert (aims[key]["row"], aims[key]["against"]) == (head["id"], "cfg-matched")
     diffs = [
         a - b for a, b in zip(head["seeds"]["accuracy"], same["seeds"]["accuracy"], strict=True)
     ]

@@ -12,7 +12,6 @@ FLOPs per sample, and the NFE their accuracy curve needs to reach the target.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,18 +185,30 @@ def _aims(study: Study, cfg: Config) -> list[Aim]:
     quality = t.ratio(head, uncond, "fd_digits")
     acc_vs = t.difference(head, control, "accuracy")
     fd_vs = t.ratio(head, control, "fd_digits")
-    same = {"scale": s, "cfg_scale": w, "cfg_steps": study.matched, "steps": k}
+    rid = row_id("cg", s)
+    same = {"row": rid, "against": "cfg-matched", "scale": s, "cfg_scale": w, "steps": k}
+    same["cfg_steps"] = study.matched
     return [
         aim(
             "accuracy",
             acc.value,
             cfg.target_accuracy,
             ">=",
-            interval=acc.interval,
+            acc.interval,
+            row=rid,
             scale=s,
             steps=k,
         ),
-        aim("quality", quality.value, QUALITY_AIM, "<=", interval=quality.interval, scale=s),
+        aim(
+            "quality",
+            quality.value,
+            QUALITY_AIM,
+            "<=",
+            quality.interval,
+            row=rid,
+            against="uncond",
+            scale=s,
+        ),
         aim("accuracy-vs-same-cost", acc_vs.value, 0.0, ">=", interval=acc_vs.interval, **same),
         aim("quality-vs-same-cost", fd_vs.value, 1.0, "<=", interval=fd_vs.interval, **same),
     ]
@@ -208,8 +219,7 @@ def _notes(study: Study, cfg: Config) -> list[Note]:
 
     k, lat, flops = cfg.steps, study.lat, study.flops
     s_cg, s_cfg = study.cg_scale, study.cfg_scale
-    vs = dataclasses.replace(lat, baseline="cfg-matched")  # same rounds, the control as base
-    lo, hi = vs.speedup_interval("cg")
+    lo, hi = lat.speedup_interval("cg", against="cfg-matched")  # same rounds, control as base
     return [
         note("setup", steps=k, n=cfg.samples, real_diversity=real_diversity()),
         quality_note(cfg.samples, cfg.seeds),
@@ -230,7 +240,7 @@ def _notes(study: Study, cfg: Config) -> list[Note]:
             uncond_mflops=flops["uncond"] / 1e6,
             cg_mflops=flops["cg"] / 1e6,
             cfg_mflops=flops["cfg"] / 1e6,
-            speedup=lat.median_ms("cfg-matched") / lat.median_ms("cg"),
+            speedup=lat.speedup_over("cg", "cfg-matched"),
             lo=lo,
             hi=hi,
         ),
