@@ -1,35 +1,36 @@
 """Step forecasting ("accelerate method"): run the denoiser only every k-th step, forecast the rest.
 
 Idea
-----
+====
 Along a sampling trajectory the denoiser's output changes slowly from one step to the next. So
 compute it fully only at some steps and *forecast* it at the steps in between from the cached
 history of full computations. TaylorSeer (Liu et al. 2025, arXiv:2503.06923) does this on the
 features of diffusion transformers: it estimates the derivatives of a feature ``F`` along the
 steps by finite differences of the cached full computations and extrapolates with a Taylor
 series. With full computations ``k`` steps apart (``Delta^i F`` the ``i``-th backward difference
-of the cached values) a step ``d`` past the last full computation gets::
+of the cached values) a step ``d`` past the last full computation gets:
 
     F(s + d) ~ sum_{i=0..m} Delta^i F / (i! k^i) * d^i                       (TaylorSeer)
 
 This package forecasts the whole denoiser output ``eps(x_t, t)`` (any
-:data:`~reference.harness.sampling.EpsFn`, U-Net or DiT)
+`EpsFn`, U-Net or DiT)
 with the polynomial that *interpolates* the last ``m + 1`` full computations, in Newton's
-divided-difference form over the timesteps ``t_j`` at which they were made::
+divided-difference form over the timesteps ``t_j`` at which they were made:
 
     eps(t) ~ f[t_0] + f[t_0, t_1] (t - t_0) + ... + f[t_0..t_m] (t - t_0)...(t - t_{m-1})
 
-Both agree for ``m <= 1`` (order 0 is "reuse the last output", order 1 linear extrapolation).
-For ``m >= 2`` the Newton form is exact on any polynomial trajectory of degree ``<= m`` (tested),
-while the finite-difference Taylor series is not (it misses terms of order ``k d``: for
-``F = s^2`` it predicts ``s^2 + (2s - k) d + d^2``); :func:`taylorseer_forecast` implements the
-paper's formula for comparison.
+Both agree for ``m <= 1`` (order 0 is "reuse the last output", order 1 linear extrapolation). For
+``m >= 2`` the Newton form is exact on any polynomial trajectory of degree ``<= m`` (tested), while
+the finite-difference Taylor series is not (it misses terms of order ``k d``: for ``F = s^2`` it
+predicts ``s^2 + (2s - k) d + d^2``);
+[`taylorseer_forecast`][reference.accelerate_method.taylorseer_forecast] implements the paper's
+formula for comparison.
 
 Cost and the limit
-------------------
+==================
 With ``N`` sampler steps, the first ``w`` computed fully (warm-up: the history must fill, and the
 first steps change fastest), then one full computation every ``k`` steps, the network runs
-``w + ceil((N - w) / k)`` times, so the speedup is at most::
+``w + ceil((N - w) / k)`` times, so the speedup is at most:
 
     N / (w + ceil((N - w) / k))           e.g. N = 50, w = 2, k = 2: 50 / 26 = 1.92x
 
@@ -41,9 +42,10 @@ decides it, and whether forecasting keeps the quality of the full schedule, on F
 over noise seeds (every configuration starts from the same noise on each seed).
 
 Pitfalls
---------
-* The forecaster is stateful: one object per sampling run (:func:`forecasting_eps_fn` builds a
-  fresh one); it assumes one denoiser call per sampler step (DDIM, DPM-Solver multistep).
+========
+* The forecaster is stateful: one object per sampling run
+  ([`forecasting_eps_fn`][reference.accelerate_method.forecasting_eps_fn] builds a fresh one); it
+  assumes one denoiser call per sampler step (DDIM, DPM-Solver multistep).
 * Forecasting extrapolates; high orders with large ``k`` amplify the noise of the history.
 * Classifier-free guidance doubles the batch; forecast the guided output, or each branch.
 
@@ -54,17 +56,25 @@ modules whose names end in ``attn``; none in ``DiTTransformer2DModel``, whose at
 ``PyramidAttentionBroadcast``, ``FasterCache`` in ``diffusers.hooks``.
 
 The package
------------
-* :mod:`reference.accelerate_method.schedule` - :func:`compute_mask`, :func:`full_computations`
-  and :func:`speedup_limit` (which steps run the network, and the limit above).
-* :mod:`reference.accelerate_method.forecast` - :func:`newton_forecast`,
-  :func:`taylorseer_forecast`, the :class:`StepForecaster` ``EpsFn`` and the public shape
+===========
+* [`reference.accelerate_method.schedule`][reference.accelerate_method.schedule] -
+  [`compute_mask`][reference.accelerate_method.compute_mask],
+  [`full_computations`][reference.accelerate_method.full_computations] and
+  [`speedup_limit`][reference.accelerate_method.speedup_limit] (which steps run the network, and the
+  limit above).
+* [`reference.accelerate_method.forecast`][reference.accelerate_method.forecast] -
+  [`newton_forecast`][reference.accelerate_method.newton_forecast],
+  [`taylorseer_forecast`][reference.accelerate_method.taylorseer_forecast], the
+  [`StepForecaster`][reference.accelerate_method.StepForecaster] ``EpsFn`` and the public shape
   ``apply_step_forecasting(model, StepForecastConfig(interval, order, warmup, method))``.
-* :mod:`reference.accelerate_method.diffusers_hook` - :func:`diffusers_taylorseer` and
-  :func:`taylorseer_run` (diffusers' hook on the zoo DiT).
-* :mod:`reference.accelerate_method.runs` - the compared configurations and their measurement;
-  :mod:`reference.accelerate_method.figures`; :mod:`reference.accelerate_method.bench` - the
-  benchmark and demo (the technique contract).
+* [`reference.accelerate_method.diffusers_hook`][reference.accelerate_method.diffusers_hook] -
+  [`diffusers_taylorseer`][reference.accelerate_method.diffusers_taylorseer] and
+  [`taylorseer_run`][reference.accelerate_method.taylorseer_run] (diffusers' hook on the zoo DiT).
+* [`reference.accelerate_method.runs`][reference.accelerate_method.runs] - the compared
+  configurations and their measurement;
+  [`reference.accelerate_method.figures`][reference.accelerate_method.figures];
+  [`reference.accelerate_method.bench`][reference.accelerate_method.bench] - the benchmark and demo
+  (the technique contract).
 
 Run ``python -m reference.accelerate_method`` for a demonstration, ``--bench`` for the benchmark.
 """

@@ -1,5 +1,5 @@
-"""Benchmark and demo of :mod:`reference.accelerate_method` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.accelerate_method`][reference.accelerate_method] (the technique
+contract of `reference.harness.cli`).
 
 Rows, over paired noise seeds: the zoo U-Net with plain DDIM (baseline); step forecasting every
 ``k`` steps with Newton forecasts of order ``m`` and 1 and with TaylorSeer's formula (technique);

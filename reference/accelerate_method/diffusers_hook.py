@@ -14,11 +14,12 @@ def diffusers_taylorseer(
 ) -> torch.nn.Module:
     """A copy of the zoo DiT with ``diffusers.hooks.apply_taylorseer_cache`` applied.
 
-    The last transformer block's output is forecast (Taylor series of ``order``), the other
-    blocks are skipped on forecast steps (the "lite" layout of diffusers, adapted to the DiT's
-    module names); embedding, final norm and projection run every step. diffusers computes at
-    steps ``i < disable_cache_before_step`` and where ``(i - before - 1) % interval == 0``;
-    ``before = warmup + 1`` gives the same steps as :func:`~.schedule.compute_mask` with ``warmup``.
+    The last transformer block's output is forecast (Taylor series of ``order``), the other blocks
+    are skipped on forecast steps (the "lite" layout of diffusers, adapted to the DiT's module
+    names); embedding, final norm and projection run every step. diffusers computes at steps ``i <
+    disable_cache_before_step`` and where ``(i - before - 1) % interval == 0``; ``before = warmup +
+    1`` gives the same steps as [`compute_mask`][reference.accelerate_method.schedule.compute_mask]
+    with ``warmup``.
     """
     from diffusers.hooks import TaylorSeerCacheConfig, apply_taylorseer_cache
 

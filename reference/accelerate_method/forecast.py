@@ -1,10 +1,12 @@
 """Forecasting the denoiser output between full computations.
 
-:func:`newton_forecast` evaluates the polynomial through the last ``m + 1`` cached outputs
-(Newton's divided differences over their timesteps); :func:`taylorseer_forecast` is TaylorSeer's
-finite-difference Taylor series (Liu et al. 2025, arXiv:2503.06923). :class:`StepForecaster`
-wraps any :data:`~reference.harness.sampling.EpsFn`; :func:`apply_step_forecasting` is the public
-shape (a config dataclass and a function, like diffusers' ``apply_taylorseer_cache``).
+[`newton_forecast`][reference.accelerate_method.forecast.newton_forecast] evaluates the polynomial
+through the last ``m + 1`` cached outputs (Newton's divided differences over their timesteps);
+[`taylorseer_forecast`][reference.accelerate_method.forecast.taylorseer_forecast] is TaylorSeer's
+finite-difference Taylor series (Liu et al. 2025, arXiv:2503.06923).
+[`StepForecaster`][reference.accelerate_method.forecast.StepForecaster] wraps any `EpsFn`;
+[`apply_step_forecasting`][reference.accelerate_method.forecast.apply_step_forecasting] is the
+public shape (a config dataclass and a function, like diffusers' ``apply_taylorseer_cache``).
 """
 
 from __future__ import annotations
@@ -69,8 +71,8 @@ def taylorseer_forecast(
 
 
 class StepForecaster:
-    """An :data:`~reference.harness.sampling.EpsFn` that calls ``eps_fn`` on the steps of
-    :func:`~.schedule.compute_mask` only.
+    """An `EpsFn` that calls ``eps_fn`` on the steps of
+    [`compute_mask`][reference.accelerate_method.schedule.compute_mask] only.
 
     Between full computations it forecasts the output from the last ``order + 1`` cached ones
     (fewer while the cache fills), as a function of the timestep ``t``. ``method``: ``"newton"``
@@ -128,8 +130,8 @@ class StepForecastConfig:
 def apply_step_forecasting(
     model: nn.Module | Callable[..., torch.Tensor], config: StepForecastConfig
 ) -> StepForecaster:
-    """A fresh :class:`StepForecaster` (one per sampling run) around a diffusers ``UNet2DModel``
-    / DiT or any ``EpsFn``::
+    """A fresh [`StepForecaster`][reference.accelerate_method.forecast.StepForecaster] (one per
+    sampling run) around a diffusers ``UNet2DModel`` / DiT or any ``EpsFn``:
 
         eps = apply_step_forecasting(unet, StepForecastConfig(interval=2, order=2, warmup=2))
         x0 = sample(eps, zoo.teacher_scheduler(), noise, steps=50, labels=labels)

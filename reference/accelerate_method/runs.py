@@ -2,8 +2,8 @@
 
 On every noise seed, every run samples the same noise with the zoo's DDIM scheduler (paired);
 forecasting runs check that the network ran exactly as often as
-:func:`~.schedule.full_computations` says, so the speedup limit is computed from the work the
-run actually did.
+[`full_computations`][reference.accelerate_method.schedule.full_computations] says, so the speedup
+limit is computed from the work the run actually did.
 """
 
 from __future__ import annotations

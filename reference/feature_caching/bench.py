@@ -1,12 +1,12 @@
-"""Benchmark and demo of :mod:`reference.feature_caching` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.feature_caching`][reference.feature_caching] (the technique
+contract of `reference.harness.cli`).
 
 Rows: the zoo U-Net with plain DDIM (baseline), DeepCache at each interval (technique), the same
 with the exact condition-embedding LRU (timed only: its samples are DeepCache's), and DDIM with the
 number of steps whose FLOPs equal each cached schedule (control; the headline interval's one is
 timed); on the zoo DiT, plain DDIM (reference) and diffusers' First Block Cache and Pyramid
 Attention Broadcast hooks; the class-balanced real digits (reference). Quality over paired noise
-seeds (:func:`~reference.harness.seeds.over_seeds`); the headline's limit is the FLOP estimate of
+seeds (`over_seeds`); the headline's limit is the FLOP estimate of
 the full and cached steps the run counted, which is not a bound on latency.
 """
 
@@ -266,7 +266,8 @@ def dit_variants(cfg: Config) -> list[Variant]:
 
 
 def kv_cache_demo(steps: int = 50, batch: int = 16) -> dict[str, float]:
-    """Exactness and FLOPs of cross-attention K/V caching on :class:`CrossAttentionToy`."""
+    """Exactness and FLOPs of cross-attention K/V caching on
+    [`CrossAttentionToy`][reference.feature_caching.bench.CrossAttentionToy]."""
     from reference.harness import count_flops
 
     torch.manual_seed(0)

@@ -4,18 +4,21 @@ Both caches here are **exact**: the cached quantity depends only on the conditio
 timestep), never on the noisy sample, so reusing it changes nothing but the cost (up to float
 rounding when a matrix product is evaluated on a different number of rows).
 
-* :class:`ConditionEmbeddingCache` - the U-Net's conditioning vector
-  ``emb = MLP(sinusoid(t)) + E[y]`` for each ``(timestep, class)`` pair, in a least-recently-used
-  (LRU) table. Every sampling run with the same schedule visits the same timesteps, and labels
-  recur, so after the first run every lookup hits. This is the class-label analogue of caching a
-  prompt's text-encoder output across requests.
-* :class:`KVCache` with :func:`cross_attention_kv` / :func:`cross_attention_with_kv` - in a
-  cross-attention layer the condition tokens ``c`` enter only through ``K = c W_k`` and
-  ``V = c W_v``, which are the same at every denoising step; computing them once per condition
-  and reusing them is the idea of diffusers' ``TextKVCacheConfig`` (``diffusers.hooks``, 0.42:
-  written for one model family's text tokens). The zoo DiT has no cross-attention (its class
-  label enters through adaLN), so :class:`CrossAttentionToy` - a diffusers ``Attention`` layer
-  fed with learned condition tokens of a label, random weights - demonstrates it.
+* [`ConditionEmbeddingCache`][reference.feature_caching.conditioning.ConditionEmbeddingCache] - the
+  U-Net's conditioning vector ``emb = MLP(sinusoid(t)) + E[y]`` for each ``(timestep, class)`` pair,
+  in a least-recently-used (LRU) table. Every sampling run with the same schedule visits the same
+  timesteps, and labels recur, so after the first run every lookup hits. This is the class-label
+  analogue of caching a prompt's text-encoder output across requests.
+* [`KVCache`][reference.feature_caching.conditioning.KVCache] with
+  [`cross_attention_kv`][reference.feature_caching.conditioning.cross_attention_kv] /
+  [`cross_attention_with_kv`][reference.feature_caching.conditioning.cross_attention_with_kv] - in a
+  cross-attention layer the condition tokens ``c`` enter only through ``K = c W_k`` and ``V = c
+  W_v``, which are the same at every denoising step; computing them once per condition and reusing
+  them is the idea of diffusers' ``TextKVCacheConfig`` (``diffusers.hooks``, 0.42: written for one
+  model family's text tokens). The zoo DiT has no cross-attention (its class label enters through
+  adaLN), so [`CrossAttentionToy`][reference.feature_caching.conditioning.CrossAttentionToy] - a
+  diffusers ``Attention`` layer fed with learned condition tokens of a label, random weights -
+  demonstrates it.
 """
 
 from __future__ import annotations
@@ -95,9 +98,10 @@ class LRU:
 class ConditionEmbeddingCache:
     """LRU cache of a ``UNet2DModel``'s conditioning vector per ``(timestep, class)`` pair.
 
-    ``cache(t, labels, batch)`` returns what :func:`condition_embedding` returns; the rows whose
-    pair is not cached are computed in one batched call and stored. ``maxsize`` bounds the table
-    (a 50-step schedule x 11 labels needs 550 entries to hit always).
+    ``cache(t, labels, batch)`` returns what
+    [`condition_embedding`][reference.feature_caching.conditioning.condition_embedding] returns; the
+    rows whose pair is not cached are computed in one batched call and stored. ``maxsize`` bounds
+    the table (a 50-step schedule x 11 labels needs 550 entries to hit always).
     """
 
     def __init__(self, unet: nn.Module, maxsize: int = 1024) -> None:

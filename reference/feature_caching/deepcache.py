@@ -1,22 +1,23 @@
 """DeepCache on a diffusers ``UNet2DModel``: a readable forward, its shallow branch, the cache.
 
-The forward pass of :func:`unet_forward` mirrors ``UNet2DModel.forward`` (diffusers 0.42) step by
-step - condition embedding, ``conv_in``, down blocks, mid block, up blocks, output head - so that
-the place where DeepCache cuts the network is visible in code. With ``branch = m`` (DeepCache's
-"skip branch" index, 1 = the outermost), a *full* step records the input of up block
-``U_m`` (the output of everything deeper, which is the part that changes slowly between adjacent
-denoising steps); a *cached* step runs only
+The forward pass of [`unet_forward`][reference.feature_caching.deepcache.unet_forward] mirrors
+``UNet2DModel.forward`` (diffusers 0.42) step by step - condition embedding, ``conv_in``, down
+blocks, mid block, up blocks, output head - so that the place where DeepCache cuts the network is
+visible in code. With ``branch = m`` (DeepCache's "skip branch" index, 1 = the outermost), a *full*
+step records the input of up block ``U_m`` (the output of everything deeper, which is the part that
+changes slowly between adjacent denoising steps); a *cached* step runs only
 
-* the condition embedding (time + class; cheap, see :mod:`.conditioning` for caching it too),
+* the condition embedding (time + class; cheap, see
+  [`conditioning`][reference.feature_caching.conditioning] for caching it too),
 * ``conv_in`` and the first ``m`` down blocks ``D_1 .. D_m`` **without** ``D_m``'s downsampler
   (its output only fed the deeper path), which recompute the skip connections, and
 * the last ``m`` up blocks ``U_m .. U_1`` on the cached deep feature plus the fresh skips,
   followed by the output head.
 
-:class:`DeepCacheEps` is the sampler-facing denoiser (the harness's ``EpsFn`` protocol): every
-``interval``-th call (0, N, 2N, ...) is a full step that refreshes the cache, the calls in between
-are cached steps. ``interval = 1`` performs only full steps and is therefore *exactly* the plain
-model (tested bit for bit).
+[`DeepCacheEps`][reference.feature_caching.deepcache.DeepCacheEps] is the sampler-facing denoiser
+(the harness's ``EpsFn`` protocol): every ``interval``-th call (0, N, 2N, ...) is a full step that
+refreshes the cache, the calls in between are cached steps. ``interval = 1`` performs only full
+steps and is therefore *exactly* the plain model (tested bit for bit).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from .conditioning import ConditionEmbeddingCache, condition_embedding
 
 
 def check_supported(unet: nn.Module, branch: int = 1) -> None:
-    """Raise ``ValueError`` unless :func:`unet_forward` mirrors ``unet`` exactly.
+    """Raise ``ValueError`` unless
+    [`unet_forward`][reference.feature_caching.deepcache.unet_forward] mirrors ``unet`` exactly.
 
     Supported: the plain ``UNet2DModel`` layouts without the score-SDE skip path
     (``skip_conv``), positional time embedding, ``conv`` downsamplers, class embedding optional.
@@ -118,8 +120,9 @@ def unet_forward(
 ) -> UNetPass:
     """The full ``UNet2DModel`` forward, written out; also returns the feature to cache.
 
-    Equals ``unet(sample, timestep, class_labels).sample`` exactly. ``emb`` may be passed in
-    (from a :class:`ConditionEmbeddingCache`); otherwise it is computed here.
+    Equals ``unet(sample, timestep, class_labels).sample`` exactly. ``emb`` may be passed in (from a
+    [`ConditionEmbeddingCache`][reference.feature_caching.deepcache.ConditionEmbeddingCache]);
+    otherwise it is computed here.
     """
     if emb is None:
         emb = condition_embedding(unet, timestep, class_labels, sample.shape[0])
@@ -169,19 +172,22 @@ def shallow_forward(
 
 
 class DeepCacheEps:
-    """DeepCache as a denoiser ``eps_fn(x_t, t, labels)`` for :func:`reference.harness.sample`.
+    """DeepCache as a denoiser ``eps_fn(x_t, t, labels)`` for `reference.harness.sample`.
 
-    Call ``k`` (counted from 0 since construction or :meth:`reset`) is a full step when
+    Call ``k`` (counted from 0 since construction or `reset`) is a full step when
     ``k % interval == 0`` and a cached step otherwise. The cache holds one tensor (the deep
     feature of the last full step, ``[batch, C, H, W]``), so the batch and the labels must stay
     the same between a full step and the cached steps that follow it (true inside one sampling
-    loop; a changed batch size raises). Build a fresh object (or :meth:`reset`) per sampling run.
+    loop; a changed batch size raises). Build a fresh object (or `reset`) per sampling run.
 
     Args:
-        unet: a diffusers ``UNet2DModel`` (checked by :func:`check_supported`).
+        unet: a diffusers ``UNet2DModel`` (checked by
+            [`check_supported`][reference.feature_caching.deepcache.check_supported]).
         interval: DeepCache's ``N``; 1 = no caching (exactly the plain model).
         branch: the skip branch ``m`` (1 = shallowest, the cheapest cached step).
-        condition_cache: optional :class:`ConditionEmbeddingCache` for the embedding.
+        condition_cache: optional
+            [`ConditionEmbeddingCache`][reference.feature_caching.deepcache.ConditionEmbeddingCache]
+            for the embedding.
     """
 
     def __init__(
@@ -278,10 +284,12 @@ def flop_speedup_estimate(full: int, cached: int, f: float) -> float:
 
 
 def schedule_speedup_limit(steps: int, interval: int, f: float) -> float:
-    """:func:`flop_speedup_estimate` of the uniform schedule: ``steps / relative_cost``.
+    """[`flop_speedup_estimate`][reference.feature_caching.deepcache.flop_speedup_estimate] of the
+    uniform schedule: ``steps / relative_cost``.
 
     With ``steps`` not a multiple of ``N`` the run does ``ceil(steps / N)`` full steps, one more
-    than the asymptotic :func:`speedup_limit` assumes.
+    than the asymptotic [`speedup_limit`][reference.feature_caching.deepcache.speedup_limit]
+    assumes.
     """
     n_full = full_steps(steps, interval)
     return flop_speedup_estimate(n_full, steps - n_full, f)

@@ -12,10 +12,10 @@ Both are the maintained, production form of feature caching for transformer deno
   each self-attention output for ``spatial_attention_block_skip_range`` steps inside a timestep
   window (Zhao et al. 2024, arXiv:2408.12588); the MLPs still run every step.
 
-The hooks keep per-"context" state; pipelines set it with ``model.cache_context(name)``, which
-only models inheriting ``CacheMixin`` have. ``DiTTransformer2DModel`` does not, so
-:func:`cache_context` sets it with diffusers' helper directly (a private function of
-``diffusers.hooks.hooks``: pinned behaviour of 0.42).
+The hooks keep per-"context" state; pipelines set it with ``model.cache_context(name)``, which only
+models inheriting ``CacheMixin`` have. ``DiTTransformer2DModel`` does not, so
+[`cache_context`][reference.feature_caching.dit_hooks.cache_context] sets it with diffusers' helper
+directly (a private function of ``diffusers.hooks.hooks``: pinned behaviour of 0.42).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def reset_hooks(model: nn.Module) -> None:
 class HookedDiTEps:
     """``eps_fn`` for a DiT carrying diffusers cache hooks; counts steps that ran all blocks.
 
-    Call :meth:`reset` before every sampling run (the hooks remember the previous trajectory).
+    Call `reset` before every sampling run (the hooks remember the previous trajectory).
     ``current_timestep`` is what ``PyramidAttentionBroadcastConfig.current_timestep_callback``
     reads.
     """

@@ -1,7 +1,7 @@
 """Scheduler trade-off: sample quality against the number of denoiser evaluations (NFE).
 
 Idea
-----
+====
 A trained epsilon-prediction model defines the whole reverse process; the *scheduler* (sampler)
 only decides at which noise levels the model is called and how its predictions are combined into
 the next sample. The same weights therefore give very different quality for the same compute,
@@ -10,7 +10,7 @@ depending on the sampler:
 * **DDPM** ancestral sampling (Ho et al. 2020, arXiv:2006.11239) simulates the reverse *stochastic*
   chain; with fewer steps than the 1000 it was trained for, each step adds noise it cannot remove.
 * **DDIM** (Song et al. 2020, arXiv:2010.02502) is the deterministic (``eta = 0``) sampler of a
-  non-Markovian process with the same marginals. One step from ``t`` to ``s < t`` is (eq. 12)::
+  non-Markovian process with the same marginals. One step from ``t`` to ``s < t`` is (eq. 12):
 
       x0_hat = (x_t - sqrt(1 - abar_t) eps) / sqrt(abar_t)
       x_s    = sqrt(abar_s) x0_hat + sqrt(1 - abar_s) eps
@@ -19,7 +19,7 @@ depending on the sampler:
 * **DPM-Solver++(2M)** (Lu et al. 2022, arXiv:2211.01095) solves the same ODE with an exponential
   integrator in ``lambda = log(alpha / sigma)`` (``alpha = sqrt(abar)``,
   ``sigma = sqrt(1 - abar)``) on the *data* prediction ``D = x0_hat``, reusing the previous
-  step's prediction for second order at no extra NFE (Algorithm 2)::
+  step's prediction for second order at no extra NFE (Algorithm 2):
 
       h = lambda_s - lambda_t,  r = h_prev / h
       D = (1 + 1 / (2 r)) D_t - 1 / (2 r) D_prev       (first step and last step: D = D_t)
@@ -32,15 +32,16 @@ depending on the sampler:
 
 The multistep solvers call the model once per step, so NFE = number of steps for all five.
 
-The benchmark compares the five diffusers schedulers at a few NFE (DPM-Solver++ and UniPC at 10
-NFE against DDIM at 50, and against DDIM at the same 10 NFE, the matched-cost control) over
-paired noise seeds, sweeps them over NFE 1-50 on one seed for the curves of the Fréchet digits
-distance (FDD) against NFE and against wall time, and carries two minimal schedulers written from
-the papers, :class:`MinimalDDIM` and :class:`MinimalDPMSolverPP2M`,
-tested step for step against ``DDIMScheduler`` and ``DPMSolverMultistepScheduler``.
+The benchmark compares the five diffusers schedulers at a few NFE (DPM-Solver++ and UniPC at 10 NFE
+against DDIM at 50, and against DDIM at the same 10 NFE, the matched-cost control) over paired noise
+seeds, sweeps them over NFE 1-50 on one seed for the curves of the Fréchet digits distance (FDD)
+against NFE and against wall time, and carries two minimal schedulers written from the papers,
+[`MinimalDDIM`][reference.scheduler_tradeoff.MinimalDDIM] and
+[`MinimalDPMSolverPP2M`][reference.scheduler_tradeoff.MinimalDPMSolverPP2M], tested step for step
+against ``DDIMScheduler`` and ``DPMSolverMultistepScheduler``.
 
 Settings shared by every scheduler (the comparison is only fair if they agree)
------------------------------------------------------------------------------
+==============================================================================
 * ``timestep_spacing="trailing"``: the first step is always at ``t = 999``, where the model was
   trained on (almost) pure noise, and the others are spaced evenly below it. ``"leading"`` (the
   DDIM/DDPM default) starts at ``999 - 999 // N * ...`` e.g. ``t = 900`` for ``N = 10``, i.e. it
@@ -59,11 +60,12 @@ Settings shared by every scheduler (the comparison is only fair if they agree)
   has no such option and runs unclipped: part of what its curve shows.
 
 Pitfalls
---------
-* diffusers' DDIM/DDPM compute the previous timestep as ``t - 1000 // N``, not as the next entry
-  of ``timesteps``; with trailing spacing the two agree only when ``N`` divides 1000 (at ``N =
-  15`` DDIM's target is ``t = 933`` while the next model call is at 932). :class:`MinimalDDIM`
-  follows the paper (the next timestep); the step-for-step test uses ``N`` that divide 1000.
+========
+* diffusers' DDIM/DDPM compute the previous timestep as ``t - 1000 // N``, not as the next entry of
+  ``timesteps``; with trailing spacing the two agree only when ``N`` divides 1000 (at ``N = 15``
+  DDIM's target is ``t = 933`` while the next model call is at 932).
+  [`MinimalDDIM`][reference.scheduler_tradeoff.MinimalDDIM] follows the paper (the next timestep);
+  the step-for-step test uses ``N`` that divide 1000.
 * Multistep schedulers keep history: never reuse one object for two sampling loops.
 * FDD is biased by the number of samples: every row and every point of the sweep uses the same
   N; the DDPM-1000 reference uses fewer samples (and seeds) and is compared only with DDIM on the
@@ -77,23 +79,31 @@ Production: ``diffusers`` ``DDPMScheduler``, ``DDIMScheduler``, ``DPMSolverMulti
 ``pipe.scheduler = X.from_config(pipe.scheduler.config, timestep_spacing="trailing")``.
 
 The package
------------
-* :mod:`reference.scheduler_tradeoff.schedulers` - :data:`SCHEDULERS` (kept in
-  :mod:`reference.harness.schedulers`, where the grid search takes them from too),
-  :func:`solver_settings` (class name and configuration) and :func:`make_scheduler`: the five
-  diffusers classes with the shared settings above.
-* :mod:`reference.scheduler_tradeoff.solvers` - :class:`MinimalDDIM` (eq. 12) and
-  :class:`MinimalDPMSolverPP2M` (Algorithm 2) written from the papers, with diffusers'
-  ``set_timesteps``/``step`` protocol, and :func:`max_step_difference`, the step-for-step check.
-* :mod:`reference.scheduler_tradeoff.sweep` - :class:`Runs` (remembered sampling runs),
-  :func:`paired_rows` (the rows over paired seeds), :func:`sweep` (every scheduler at every NFE
-  from the same noise) and the benchmark's other measurements;
-  :mod:`reference.scheduler_tradeoff.figures`; :mod:`reference.scheduler_tradeoff.bench` - the
-  benchmark and demo (the technique contract).
+===========
+* [`reference.scheduler_tradeoff.schedulers`][reference.scheduler_tradeoff.schedulers] -
+  [`SCHEDULERS`][reference.scheduler_tradeoff.SCHEDULERS] (kept in `reference.harness.schedulers`,
+  where the grid search takes them from too),
+  [`solver_settings`][reference.scheduler_tradeoff.solver_settings] (class name and configuration)
+  and [`make_scheduler`][reference.scheduler_tradeoff.make_scheduler]: the five diffusers classes
+  with the shared settings above.
+* [`reference.scheduler_tradeoff.solvers`][reference.scheduler_tradeoff.solvers] -
+  [`MinimalDDIM`][reference.scheduler_tradeoff.MinimalDDIM] (eq. 12) and
+  [`MinimalDPMSolverPP2M`][reference.scheduler_tradeoff.MinimalDPMSolverPP2M] (Algorithm 2) written
+  from the papers, with diffusers' ``set_timesteps``/``step`` protocol, and
+  [`max_step_difference`][reference.scheduler_tradeoff.max_step_difference], the step-for-step
+  check.
+* [`reference.scheduler_tradeoff.sweep`][reference.scheduler_tradeoff.sweep] -
+  [`Runs`][reference.scheduler_tradeoff.Runs] (remembered sampling runs),
+  [`paired_rows`][reference.scheduler_tradeoff.paired_rows] (the rows over paired seeds),
+  [`sweep`][reference.scheduler_tradeoff.sweep] (every scheduler at every NFE from the same noise)
+  and the benchmark's other measurements;
+  [`reference.scheduler_tradeoff.figures`][reference.scheduler_tradeoff.figures];
+  [`reference.scheduler_tradeoff.bench`][reference.scheduler_tradeoff.bench] - the benchmark and
+  demo (the technique contract).
 
 There is no ``apply_...`` function: a scheduler *is* the public shape (any object with
 ``set_timesteps``, ``timesteps``, ``scale_model_input`` and ``step``), passed to
-:func:`reference.harness.sampling.sample` or set as ``pipe.scheduler``.
+`reference.harness.sampling.sample` or set as ``pipe.scheduler``.
 
 Run ``python -m reference.scheduler_tradeoff`` for a demonstration, ``--bench`` for the benchmark.
 """

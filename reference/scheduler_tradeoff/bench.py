@@ -1,5 +1,5 @@
-"""Benchmark and demo of :mod:`reference.scheduler_tradeoff` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.scheduler_tradeoff`][reference.scheduler_tradeoff] (the
+technique contract of `reference.harness.cli`).
 
 Rows, over paired noise seeds: DDIM at the baseline NFE (baseline); DPM-Solver++(2M) and UniPC at
 the headline NFE (technique); DDIM (the matched-NFE control), Euler and DDPM at the headline NFE

@@ -1,8 +1,10 @@
 """The five diffusers schedulers of the trade-off, configured alike on the zoo's schedule.
 
-The settings themselves (:data:`SCHEDULERS`, :data:`TIMESTEP_SPACING`) live in
-:mod:`reference.harness.schedulers`, the one place every benchmark takes them from (the grid
-search too); :func:`solver_settings` states them as a class name and a configuration.
+The settings themselves ([`SCHEDULERS`][reference.scheduler_tradeoff.schedulers.SCHEDULERS],
+`TIMESTEP_SPACING`) live in
+`reference.harness.schedulers`, the one place every benchmark takes them from (the grid search too);
+[`solver_settings`][reference.scheduler_tradeoff.schedulers.solver_settings] states them as a class
+name and a configuration.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ LABELS = {
 
 def solver_settings(name: str, *, clip: bool = True) -> tuple[str, dict[str, Any]]:
     """``(diffusers class name, configuration)`` of scheduler ``name`` on the zoo schedule: the
-    settings of :data:`SCHEDULERS` plus trailing spacing, exactly what
-    :func:`reference.harness.schedulers.make_scheduler` builds (tested).
+    settings of [`SCHEDULERS`][reference.scheduler_tradeoff.schedulers.SCHEDULERS] plus trailing
+    spacing, exactly what `reference.harness.schedulers.make_scheduler` builds (tested).
 
     The configuration holds what this model needs: trailing timestep spacing, the last step to
     ``abar = 1`` (``set_alpha_to_one`` / ``final_sigmas_type="zero"``) and the x0 prediction
@@ -49,8 +51,9 @@ def solver_settings(name: str, *, clip: bool = True) -> tuple[str, dict[str, Any
 
 
 def make_scheduler(name: str, *, clip: bool = True) -> Any:
-    """A fresh diffusers scheduler ``name`` (see :data:`SCHEDULERS`) on the zoo's schedule, built
-    from :func:`solver_settings`.
+    """A fresh diffusers scheduler ``name`` (see
+    [`SCHEDULERS`][reference.scheduler_tradeoff.schedulers.SCHEDULERS]) on the zoo's schedule, built
+    from [`solver_settings`][reference.scheduler_tradeoff.schedulers.solver_settings].
 
     All use trailing timestep spacing and end at ``abar = 1``; ``clip`` toggles clipping of the
     x0 prediction to [-1, 1] (``clip_sample`` or its equivalent ``thresholding``).

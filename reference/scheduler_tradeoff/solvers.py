@@ -1,9 +1,11 @@
 """Two schedulers written from the papers, with diffusers' ``set_timesteps``/``step`` protocol.
 
-:class:`MinimalDDIM` (Song et al. 2020, arXiv:2010.02502) and :class:`MinimalDPMSolverPP2M`
-(Lu et al. 2022, arXiv:2211.01095) run in :func:`reference.harness.sampling.sample` like the
-diffusers classes, and :func:`max_step_difference` checks them against ``DDIMScheduler`` and
-``DPMSolverMultistepScheduler`` step for step.
+[`MinimalDDIM`][reference.scheduler_tradeoff.solvers.MinimalDDIM] (Song et al. 2020,
+arXiv:2010.02502) and
+[`MinimalDPMSolverPP2M`][reference.scheduler_tradeoff.solvers.MinimalDPMSolverPP2M] (Lu et al. 2022,
+arXiv:2211.01095) run in `reference.harness.sampling.sample` like the diffusers classes, and
+[`max_step_difference`][reference.scheduler_tradeoff.solvers.max_step_difference] checks them
+against ``DDIMScheduler`` and ``DPMSolverMultistepScheduler`` step for step.
 """
 
 from __future__ import annotations
@@ -128,7 +130,9 @@ MINIMAL = {"ddim": MinimalDDIM, "dpmpp2m": MinimalDPMSolverPP2M}
 
 
 def make_minimal(name: str, *, clip: bool = True) -> MinimalScheduler:
-    """:class:`MinimalDDIM` or :class:`MinimalDPMSolverPP2M` on the zoo's ``abar``."""
+    """[`MinimalDDIM`][reference.scheduler_tradeoff.solvers.MinimalDDIM] or
+    [`MinimalDPMSolverPP2M`][reference.scheduler_tradeoff.solvers.MinimalDPMSolverPP2M] on the zoo's
+    ``abar``."""
     if name not in MINIMAL:
         raise ValueError(f"no minimal scheduler {name!r}; choose from {', '.join(MINIMAL)}")
     return MINIMAL[name](make_scheduler("ddim").alphas_cumprod, clip_x0=clip)

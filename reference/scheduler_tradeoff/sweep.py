@@ -1,9 +1,10 @@
 """The measurements: paired rows over noise seeds, the sweep on one seed, the extra runs.
 
-``measure(cfg)`` takes the benchmark's :class:`~reference.scheduler_tradeoff.bench.Config` (any
-object with its fields) and returns a :class:`Study`; :mod:`.bench` turns it into rows. Every
-sampling run goes through :class:`Runs`, which remembers it, so the sweep reuses the rows' runs
-on its seed instead of sampling them twice.
+``measure(cfg)`` takes the benchmark's [`Config`][reference.scheduler_tradeoff.bench.Config] (any
+object with its fields) and returns a [`Study`][reference.scheduler_tradeoff.sweep.Study];
+[`bench`][reference.scheduler_tradeoff.bench] turns it into rows. Every sampling run goes through
+[`Runs`][reference.scheduler_tradeoff.sweep.Runs], which remembers it, so the sweep reuses the rows'
+runs on its seed instead of sampling them twice.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ TIMED = ("ddim_base", "dpmpp2m", "unipc", "ddim", "euler", "ddpm")
 
 def paired_rows(runs: Runs, cfg: Any) -> Any:
     """Quality of every row over ``cfg.seeds`` at ``cfg.samples`` (the same noise and labels
-    per seed for all rows): a :class:`~reference.harness.seeds.SeedTable`."""
+    per seed for all rows): a `SeedTable`."""
     from reference.harness import class_labels, over_seeds, quality_report
 
     labels = class_labels(cfg.samples)

@@ -1,7 +1,7 @@
 """Efficient stochastic reparameterization: parameterizations and sampling that tame the noise.
 
 The idea
---------
+========
 A diffusion model is trained by stochastic gradient descent on a Monte-Carlo estimate of an
 expectation over three random things: the clean example ``x_0``, the noise level ``t`` and the
 noise ``eps`` (the *reparameterization* ``x_t = alpha_t x_0 + sigma_t eps`` turns sampling
@@ -21,7 +21,7 @@ examples training needs. Two different levers act on it:
    x0-error) and give the network targets of different scales.
 
 The mathematics
----------------
+===============
 With ``t ~ q`` the minibatch estimate ``J_hat = (1/B) sum_i p(t_i)/q(t_i) l_i`` is unbiased for
 ``J = E_{t~p}[l]``. Its per-example variance splits as
 ``Var(l) = Var_t(E[l | t]) + E_t[Var(l | t)]``: stratifying ``t`` removes (most of) the first
@@ -35,28 +35,36 @@ still be reduced. Variances of *different* objectives are compared scale-free: t
 variance ``Var(J_hat)/J^2`` and the gradient noise-to-signal ``tr Cov(g)/|E g|^2``.
 
 What this package shows
------------------------
-* :mod:`reference.stochastic_reparameterization.objectives` - the four parameterizations on the
-  zoo's discrete cosine schedule, with EDM's preconditioning, exact conversions between them and
-  the x0-error weight of each.
-* :mod:`reference.stochastic_reparameterization.samplers` - uniform, log-normal (discretised)
-  and loss-history importance proposals, low-discrepancy timesteps and antithetic noise.
-* :mod:`reference.stochastic_reparameterization.variance` - repeated-draw variance of loss and
-  gradient estimators (covariance trace, random projections), bootstrap intervals, the variance
-  decomposition that explains them.
-* :mod:`reference.stochastic_reparameterization.training` - a tiny U-Net trained from scratch
-  per scheme on common yardsticks; :mod:`~reference.stochastic_reparameterization.training_runs`
-  runs every scheme with the same training seeds and budget, and scores the samples of every
-  trained model over paired noise seeds (the same noise for every scheme on each seed).
-* :mod:`reference.stochastic_reparameterization.studies` - the estimators, the schemes and the
-  variance studies on the zoo teacher and the tiny U-Nets;
-  :mod:`~reference.stochastic_reparameterization.notes` and
-  :mod:`~reference.stochastic_reparameterization.figures` turn them into the result's notes and
-  figures; :mod:`reference.stochastic_reparameterization.bench` is the benchmark (``python -m
-  reference.stochastic_reparameterization``, see ``--help``).
+=======================
+*
+  [`reference.stochastic_reparameterization.objectives`][reference.stochastic_reparameterization.objectives]
+  - the four parameterizations on the zoo's discrete cosine schedule, with EDM's preconditioning,
+  exact conversions between them and the x0-error weight of each.
+*
+  [`reference.stochastic_reparameterization.samplers`][reference.stochastic_reparameterization.samplers]
+  - uniform, log-normal (discretised) and loss-history importance proposals, low-discrepancy
+  timesteps and antithetic noise.
+*
+  [`reference.stochastic_reparameterization.variance`][reference.stochastic_reparameterization.variance]
+  - repeated-draw variance of loss and gradient estimators (covariance trace, random projections),
+  bootstrap intervals, the variance decomposition that explains them.
+*
+  [`reference.stochastic_reparameterization.training`][reference.stochastic_reparameterization.training]
+  - a tiny U-Net trained from scratch per scheme on common yardsticks;
+  [`training_runs`][reference.stochastic_reparameterization.training_runs] runs every scheme with
+  the same training seeds and budget, and scores the samples of every trained model over paired
+  noise seeds (the same noise for every scheme on each seed).
+*
+  [`reference.stochastic_reparameterization.studies`][reference.stochastic_reparameterization.studies]
+  - the estimators, the schemes and the variance studies on the zoo teacher and the tiny U-Nets;
+  [`notes`][reference.stochastic_reparameterization.notes] and
+  [`figures`][reference.stochastic_reparameterization.figures] turn them into the result's notes and
+  figures;
+  [`reference.stochastic_reparameterization.bench`][reference.stochastic_reparameterization.bench]
+  is the benchmark (``python -m reference.stochastic_reparameterization``, see ``--help``).
 
 When to use it
---------------
+==============
 Low-discrepancy timesteps cost nothing and rarely hurt: use them. Antithetic noise and
 importance sampling help only when their variance term dominates (measure it - the tests and
 the benchmark show how). v-prediction or EDM preconditioning matter most when the model must be
@@ -65,7 +73,7 @@ eps-network's implied ``x0_hat = (x_t - sigma_t eps_hat)/alpha_t`` amplifies its
 ``sigma_t/alpha_t = SNR_t^(-1/2)``.
 
 Pitfalls
---------
+========
 * Importance sampling without the ``p/q`` weight silently changes the objective; with a stale
   or noisy history the weights can be large and *raise* the variance (hence the uniform mixing).
 * A variance ratio between different objectives is meaningless unless made scale-free; a lower
@@ -76,7 +84,7 @@ Pitfalls
   scale (Adam) or rescale the learning rate.
 
 Sources
--------
+=======
 * Kingma, Salimans, Poole, Ho. *Variational Diffusion Models.* 2021, arXiv:2107.00630
   (low-discrepancy timesteps).
 * Nichol, Dhariwal. *Improved Denoising Diffusion Probabilistic Models.* 2021, arXiv:2102.09672
@@ -91,7 +99,7 @@ Sources
   arXiv:1812.06162 (gradient noise scale).
 
 In production
--------------
+=============
 diffusers: ``prediction_type="epsilon" | "v_prediction" | "sample"`` on every scheduler and
 ``DDPMScheduler.get_velocity``; ``EDMEulerScheduler`` / ``EDMDPMSolverMultistepScheduler``
 (``precondition_inputs``, ``precondition_noise``, ``precondition_outputs``); the training

@@ -1,5 +1,6 @@
-"""Benchmark and demo of :mod:`reference.stochastic_reparameterization` (the technique contract
-of :mod:`reference.harness.cli`).
+"""Benchmark and demo of
+[`reference.stochastic_reparameterization`][reference.stochastic_reparameterization] (the technique
+contract of `reference.harness.cli`).
 
 Two kinds of rows. ``var-*`` rows estimate the *same* objective with different minibatch
 sampling (pure variance reduction at equal batch size): the eps objective on the zoo teacher and

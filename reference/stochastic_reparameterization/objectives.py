@@ -111,7 +111,8 @@ def sigma_data_of(x: torch.Tensor) -> float:
 
 @dataclass(frozen=True)
 class Parameterization:
-    """How a network output is read: ``name`` in :data:`PARAMETERIZATIONS`."""
+    """How a network output is read: ``name`` in
+    `PARAMETERIZATIONS`."""
 
     name: str
     schedule: NoiseSchedule

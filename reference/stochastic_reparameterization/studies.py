@@ -1,13 +1,16 @@
-"""The variance measurements of the benchmark, each a function of a :class:`Context` and a config.
+"""The variance measurements of the benchmark, each a function of a
+[`Context`][reference.stochastic_reparameterization.studies.Context] and a config.
 
-1. **Training runs** (:mod:`~.training_runs`): a tiny U-Net from scratch per scheme
-   (:data:`SCHEMES`), same seeds and budget.
+1. **Training runs** ([`training_runs`][reference.stochastic_reparameterization.training_runs]): a
+   tiny U-Net from scratch per scheme
+   (`SCHEMES`), same seeds and budget.
 2. **Loss-estimator variance on the trained zoo teacher** (forward passes only): repeated
-   minibatches of the same objective under different sampling schemes (:data:`ESTIMATORS`), and
-   the variance decomposition that says which term each trick removes.
+   minibatches of the same objective under different sampling schemes
+   (`ESTIMATORS`), and the variance
+   decomposition that says which term each trick removes.
 3. **Gradient-estimator variance** of the same estimators on the tiny U-Nets of step 1.
 
-``s`` is the benchmark's :class:`~reference.stochastic_reparameterization.bench.Config` (any
+``s`` is the benchmark's [`Config`][reference.stochastic_reparameterization.bench.Config] (any
 object with its size fields).
 """
 

@@ -1,10 +1,11 @@
 """Training runs: a tiny U-Net from scratch per scheme, scored on common yardsticks.
 
-Every scheme of :data:`~.studies.SCHEMES` trains with the same training seeds (initial weights,
-data order, noise draws) and budget; after it, held-out eps-MSE and x0-MSE curves, and the
-relative variance and gradient noise-to-signal ratio of each run's *own* minibatch objective on
-its own network (the reweighting comparison). :func:`paired_quality` scores the sample quality
-of every trained model over paired noise seeds.
+Every scheme of `SCHEMES` trains with the
+same training seeds (initial weights, data order, noise draws) and budget; after it, held-out
+eps-MSE and x0-MSE curves, and the relative variance and gradient noise-to-signal ratio of each
+run's *own* minibatch objective on its own network (the reweighting comparison).
+[`paired_quality`][reference.stochastic_reparameterization.training_runs.paired_quality] scores the
+sample quality of every trained model over paired noise seeds.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Measuring the variance of minibatch estimators of a diffusion objective and of its gradient.
 
 An *estimator* is an objective (which parameterization's weighting, and its own noise-level
-distribution ``p``) plus a way of drawing the minibatch (:class:`~.samplers.Sampling`). Two
-kinds of comparison are made, and they must not be confused:
+distribution ``p``) plus a way of drawing the minibatch
+([`Sampling`][reference.stochastic_reparameterization.samplers.Sampling]). Two kinds of comparison
+are made, and they must not be confused:
 
 * **Same objective, different sampling** - pure variance reduction. ``E[J_hat]`` is identical,
   so the variance ratio says directly how many fewer examples reach the same precision.
@@ -185,7 +186,8 @@ class GradientMoments:
     """Running moments of flattened gradients (float64) and their projections.
 
     ``directions``: ``[K, n]`` fixed random unit vectors; row 0 gives the single-projection
-    variance, all rows a sketch of the trace for bootstrap intervals (:func:`trace_ratio_ci`).
+    variance, all rows a sketch of the trace for bootstrap intervals
+    ([`trace_ratio_ci`][reference.stochastic_reparameterization.variance.trace_ratio_ci]).
     """
 
     directions: torch.Tensor
