@@ -1,13 +1,13 @@
 """Convolution fusion: fold BatchNorm (and fuse ReLU) into the preceding convolution.
 
 Idea
-----
+====
 At inference a ``BatchNorm`` layer no longer computes statistics: it applies the **frozen**
 running mean ``mu`` and variance ``var`` it collected during training (Ioffe & Szegedy 2015,
 arXiv:1502.03167). A frozen BatchNorm is therefore a per-channel affine map, and an affine map
 after a convolution (itself linear in its input) is absorbed by rescaling the convolution's
 filters and shifting its bias. For output channel ``c`` with ``s_c = gamma_c / sqrt(var_c +
-eps)``::
+eps)``:
 
     BN(conv(x))_c = s_c * (W_c * x + b_c - mu_c) + beta_c
                   = (s_c W_c) * x + (s_c (b_c - mu_c) + beta_c)
@@ -21,38 +21,39 @@ fresh output, and graph compilers fuse it into the convolution's epilogue. This 
 described for integer inference by Jacob et al. 2017 (arXiv:1712.05877, section 3.2) and done by
 every deployment tool chain (TensorRT, ONNX Runtime, TFLite, OpenVINO).
 
-How it is implemented here
---------------------------
-:func:`fuse_conv_bn_relu` is a ``torch.fx`` graph rewrite (Reed et al. 2021, arXiv:2112.08429)
-over any eval-mode model that ``torch.fx.symbolic_trace`` can trace: it finds the pattern
-``conv -> BatchNorm [-> ReLU]`` in the traced graph (wherever the modules live, not only inside
-``nn.Sequential``), checks that the convolution's output feeds nothing but the BatchNorm, swaps
-the convolution for the folded one (:func:`fold_conv_bn`, written from the formula above),
-erases the BatchNorm node and, when a ReLU follows, replaces conv + ReLU by
-:class:`ConvReLU` (convolution, then ``relu_`` in place). It is checked against the two
-maintained PyTorch APIs: ``torch.nn.utils.fusion.fuse_conv_bn_eval`` (the weight fold) and
-``torch.ao.quantization.fuse_modules`` (module-level fusion of named Conv-BN-ReLU groups).
+How it is implemented here ==========================
+[`fuse_conv_bn_relu`][reference.conv_fusion.fuse_conv_bn_relu] is a ``torch.fx`` graph rewrite (Reed
+et al. 2021, arXiv:2112.08429) over any eval-mode model that ``torch.fx.symbolic_trace`` can trace:
+it finds the pattern ``conv -> BatchNorm [-> ReLU]`` in the traced graph (wherever the modules live,
+not only inside ``nn.Sequential``), checks that the convolution's output feeds nothing but the
+BatchNorm, swaps the convolution for the folded one
+([`fold_conv_bn`][reference.conv_fusion.fold_conv_bn], written from the formula above), erases the
+BatchNorm node and, when a ReLU follows, replaces conv + ReLU by
+[`ConvReLU`][reference.conv_fusion.ConvReLU] (convolution, then ``relu_`` in place). It is checked
+against the two maintained PyTorch APIs: ``torch.nn.utils.fusion.fuse_conv_bn_eval`` (the weight
+fold) and ``torch.ao.quantization.fuse_modules`` (module-level fusion of named Conv-BN-ReLU groups).
 
-Why GroupNorm cannot be folded
-------------------------------
-Diffusion U-Nets (DDPM, Stable Diffusion, the zoo teacher) normalise with **GroupNorm** (Wu & He
-2018, arXiv:1803.08494). Its mean and variance are computed from the current input, per sample
-and group, at inference too: they are not constants, so no fixed ``(W', b')`` reproduces them.
-:func:`groupnorm_fold_error` (one layer) and :func:`freeze_groupnorms` (the whole U-Net)
-demonstrate it: GroupNorm statistics frozen on one input (what folding would need) are exact on
-that input and wrong on any other. What *can* be fused in such networks:
+Why GroupNorm cannot be folded ============================== Diffusion U-Nets (DDPM, Stable
+Diffusion, the zoo teacher) normalise with **GroupNorm** (Wu & He 2018, arXiv:1803.08494). Its mean
+and variance are computed from the current input, per sample and group, at inference too: they are
+not constants, so no fixed ``(W', b')`` reproduces them.
+[`groupnorm_fold_error`][reference.conv_fusion.groupnorm_fold_error] (one layer) and
+[`freeze_groupnorms`][reference.conv_fusion.freeze_groupnorms] (the whole U-Net) demonstrate it:
+GroupNorm statistics frozen on one input (what folding would need) are exact on that input and wrong
+on any other. What *can* be fused in such networks:
 
 * the GroupNorm's own affine ``gamma, beta`` into a **linear** map that directly follows it - in
   diffusers' attention block ``group_norm -> to_q / to_k / to_v`` with nothing in between
-  (:func:`fold_attention_norm_affine`; the normalisation itself stays);
-* consecutive linear maps that read the same input, e.g. the Q, K and V projections, into one
-  wider matrix multiplication (diffusers' ``Attention.fuse_projections`` +
-  ``FusedAttnProcessor2_0``; :func:`fuse_unet_attention` applies both to a ``UNet2DModel``,
-  which, unlike the transformer models, has no ``fuse_qkv_projections()`` method in diffusers
-  0.42).
+  ([`fold_attention_norm_affine`][reference.conv_fusion.fold_attention_norm_affine]; the
+  normalisation itself stays);
+* consecutive linear maps that read the same input, e.g. the Q, K and V projections, into one wider
+  matrix multiplication (diffusers' ``Attention.fuse_projections`` + ``FusedAttnProcessor2_0``;
+  [`fuse_unet_attention`][reference.conv_fusion.fuse_unet_attention] applies both to a
+  ``UNet2DModel``, which, unlike the transformer models, has no ``fuse_qkv_projections()`` method in
+  diffusers 0.42).
 
 When to use it, and pitfalls
-----------------------------
+============================
 * Always for BatchNorm networks at inference (CNN classifiers, BN denoisers such as DnCNN, Zhang
   et al. 2016, arXiv:1608.03981). Never during training: the statistics must be frozen first
   (``model.eval()``; the rewrite refuses BatchNorm in training mode).
@@ -71,15 +72,15 @@ Production APIs: ``torch.ao.quantization.fuse_modules`` / ``torch.nn.utils.fusio
 graph optimisations, diffusers' ``fuse_qkv_projections``.
 
 Package
--------
-``reference/conv_fusion/``: :mod:`~reference.conv_fusion.fold` (the fold, the fx rewrite and the
+=======
+``reference/conv_fusion/``: [`fold`][reference.conv_fusion.fold] (the fold, the fx rewrite and the
 public shape ``FusionConfig`` + ``apply_conv_fusion(model, config)``),
-:mod:`~reference.conv_fusion.groupnorm` (why GroupNorm cannot be folded; Q/K/V fusion),
-:mod:`~reference.conv_fusion.denoiser` (the toy BN denoiser and the traffic estimate), and the
-benchmark in :mod:`~reference.conv_fusion.measure`, :mod:`~reference.conv_fusion.unet`,
-:mod:`~reference.conv_fusion.rows` and :mod:`~reference.conv_fusion.bench`. Run
+[`groupnorm`][reference.conv_fusion.groupnorm] (why GroupNorm cannot be folded; Q/K/V fusion),
+[`denoiser`][reference.conv_fusion.denoiser] (the toy BN denoiser and the traffic estimate), and the
+benchmark in [`measure`][reference.conv_fusion.measure], [`unet`][reference.conv_fusion.unet],
+[`rows`][reference.conv_fusion.rows] and [`bench`][reference.conv_fusion.bench]. Run
 ``python -m reference.conv_fusion`` for the demo, ``--bench`` for the benchmark (``--help`` for
-options)::
+options):
 
     from reference import zoo
     from reference.conv_fusion import FusionConfig, apply_conv_fusion

@@ -1,5 +1,5 @@
-"""Benchmark and demo of :mod:`reference.conv_fusion` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.conv_fusion`][reference.conv_fusion] (the technique contract of
+`reference.harness.cli`).
 
 Rows: for the zoo classifier and a toy BatchNorm denoiser at each batch size, eager Conv-BN-ReLU
 (baseline), BN folded with the ReLU left as it was and the fx-fused Conv+ReLU (technique); at the

@@ -19,8 +19,9 @@ class ToyBNDenoiser(nn.Module):
     ``Conv(1->w)+ReLU``, then ``depth - 2`` blocks ``Conv(w->w, no bias) -> BatchNorm -> ReLU``,
     then ``Conv(w->1)`` predicting the noise residual. It exists to give the fusion a deeper
     Conv-BN-ReLU network than the zoo classifier; it is not a zoo model and is not trained (its
-    BatchNorm statistics are calibrated on noisy digits by :func:`calibrate_batchnorm`), since
-    neither the exactness nor the speed of the fold depends on the weights' values.
+    BatchNorm statistics are calibrated on noisy digits by
+    [`calibrate_batchnorm`][reference.conv_fusion.denoiser.calibrate_batchnorm]), since neither the
+    exactness nor the speed of the fold depends on the weights' values.
     """
 
     def __init__(self, width: int = 32, depth: int = 12, channels: int = 1) -> None:
@@ -74,7 +75,8 @@ def noisy_digits(n: int, sigma: float = 0.5, seed: int = 0) -> torch.Tensor:
 
 
 def make_toy_denoiser(width: int = 32, depth: int = 12, seed: int = 0) -> ToyBNDenoiser:
-    """A :class:`ToyBNDenoiser` with seeded weights and BN statistics from noisy digits."""
+    """A [`ToyBNDenoiser`][reference.conv_fusion.denoiser.ToyBNDenoiser] with seeded weights and BN
+    statistics from noisy digits."""
     torch.manual_seed(seed)
     model = ToyBNDenoiser(width, depth)
     data = noisy_digits(256, seed=seed)
@@ -130,7 +132,8 @@ def traffic_estimate(model: nn.Module, x: torch.Tensor) -> TrafficEstimate:
 def batchnorm_pass(model: nn.Module, x: torch.Tensor) -> Callable[[], None]:
     """A callable that runs only the BatchNorm layers of ``model(x)`` on their recorded inputs.
 
-    Its time is the BatchNorm work that folding removes (see :func:`relu_passes` for the rest).
+    Its time is the BatchNorm work that folding removes (see
+    [`relu_passes`][reference.conv_fusion.denoiser.relu_passes] for the rest).
     """
     calls = batchnorm_inputs(model, x)
 

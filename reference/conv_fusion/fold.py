@@ -1,6 +1,6 @@
 """The BatchNorm fold and the ``torch.fx`` rewrite that applies it to any eval-mode model.
 
-See :mod:`reference.conv_fusion` for the idea, the math and the pitfalls.
+See [`reference.conv_fusion`][reference.conv_fusion] for the idea, the math and the pitfalls.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ class ConvReLU(nn.Module):
 
 @dataclass
 class FusionReport:
-    """What :func:`fuse_conv_bn_relu` did: folded pairs, fused ReLUs, skipped candidates."""
+    """What [`fuse_conv_bn_relu`][reference.conv_fusion.fold.fuse_conv_bn_relu] did: folded pairs,
+    fused ReLUs, skipped candidates."""
 
     folded: list[str] = field(default_factory=list)
     relu_fused: list[str] = field(default_factory=list)
@@ -146,11 +147,13 @@ def fuse_conv_bn_relu(
     """Fold every ``conv -> BatchNorm [-> ReLU]`` of an eval-mode ``model`` (fx graph rewrite).
 
     The input model is not modified: it is traced (a copy of its graph and modules), the traced
-    graph is rewritten and a new ``GraphModule`` returned with a :class:`FusionReport`.
+    graph is rewritten and a new ``GraphModule`` returned with a
+    [`FusionReport`][reference.conv_fusion.fold.FusionReport].
 
     Args:
         model: any ``nn.Module`` in eval mode that ``torch.fx.symbolic_trace`` can trace.
-        fuse_relu: also replace ``folded conv -> ReLU`` by :class:`ConvReLU`.
+        fuse_relu: also replace ``folded conv -> ReLU`` by
+            [`ConvReLU`][reference.conv_fusion.fold.ConvReLU].
 
     Raises:
         ValueError: the model is in training mode or cannot be traced.
@@ -236,8 +239,9 @@ def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
 
 @dataclass(frozen=True)
 class FusionConfig:
-    """What :func:`apply_conv_fusion` fuses: always ``conv -> BatchNorm`` (the weight fold);
-    with ``fuse_relu`` also ``folded conv -> ReLU`` into :class:`ConvReLU`."""
+    """What [`apply_conv_fusion`][reference.conv_fusion.fold.apply_conv_fusion] fuses: always ``conv
+    -> BatchNorm`` (the weight fold); with ``fuse_relu`` also ``folded conv -> ReLU`` into
+    [`ConvReLU`][reference.conv_fusion.fold.ConvReLU]."""
 
     fuse_relu: bool = True
 
@@ -246,5 +250,6 @@ def apply_conv_fusion(
     model: nn.Module, config: FusionConfig | None = None
 ) -> tuple[fx.GraphModule, FusionReport]:
     """The public shape of the technique (like diffusers' ``apply_*`` hooks): a fused copy of
-    the eval-mode ``model`` and its :class:`FusionReport` (:func:`fuse_conv_bn_relu`)."""
+    the eval-mode ``model`` and its [`FusionReport`][reference.conv_fusion.fold.FusionReport]
+    ([`fuse_conv_bn_relu`][reference.conv_fusion.fold.fuse_conv_bn_relu])."""
     return fuse_conv_bn_relu(model, fuse_relu=(config or FusionConfig()).fuse_relu)

@@ -41,8 +41,9 @@ class FrozenGroupNorm(nn.Module):
 def frozen_groupnorm(gn: nn.GroupNorm, x_calib: torch.Tensor) -> FrozenGroupNorm:
     """GroupNorm with its mean and variance frozen to those of one sample ``x_calib [1, C, ...]``.
 
-    Returns a :class:`FrozenGroupNorm`: ``s * x + t`` with ``s = gamma / sqrt(var + eps)`` and
-    ``t = beta - mean * s`` computed from ``x_calib``'s group statistics.
+    Returns a [`FrozenGroupNorm`][reference.conv_fusion.groupnorm.FrozenGroupNorm]: ``s * x + t``
+    with ``s = gamma / sqrt(var + eps)`` and ``t = beta - mean * s`` computed from ``x_calib``'s
+    group statistics.
     """
     if x_calib.shape[0] != 1:
         raise ValueError("frozen_groupnorm: calibrate on one sample ([1, C, ...])")
@@ -137,9 +138,10 @@ def fold_attention_norm_affine(attn: nn.Module) -> None:
 def fuse_unet_attention(unet: nn.Module, *, fold_norm_affine: bool = True) -> int:
     """Fuse Q/K/V of every self-attention block of a diffusers ``UNet2DModel`` (in place).
 
-    Per block: optionally :func:`fold_attention_norm_affine`, then diffusers'
-    ``Attention.fuse_projections()`` (one ``to_qkv`` Linear) and ``FusedAttnProcessor2_0``.
-    Returns the number of blocks fused.
+    Per block: optionally
+    [`fold_attention_norm_affine`][reference.conv_fusion.groupnorm.fold_attention_norm_affine], then
+    diffusers' ``Attention.fuse_projections()`` (one ``to_qkv`` Linear) and
+    ``FusedAttnProcessor2_0``. Returns the number of blocks fused.
     """
     from diffusers.models.attention_processor import FusedAttnProcessor2_0
 

@@ -1,7 +1,7 @@
 """Gradient checkpointing: keep fewer activations for the backward pass, recompute the rest.
 
 The idea
---------
+========
 Back-propagation needs, for every operation, the tensors its derivative depends on (the input
 of a convolution, the output of a SiLU, the statistics of a normalisation). Autograd keeps them
 from the forward pass until the backward pass has used them, so a training step holds the
@@ -12,7 +12,7 @@ time during the backward pass, just before its gradient is needed. The gradients
 (the same floating-point operations run twice); only memory and time change.
 
 The mathematics (Chen et al. 2016)
-----------------------------------
+==================================
 A chain of ``n`` blocks, each keeping ``a`` activations of size ``s``. Without checkpointing
 the step holds ``a n s``. Cut the chain into ``k`` segments of ``m = n / k`` blocks and keep only
 segment inputs: after the forward pass ``k s`` bytes remain; during the backward pass one
@@ -24,27 +24,31 @@ pass**. If a backward pass costs about two forward passes, the step costs ``(1 +
 number of checkpoints.
 
 What this package shows
------------------------
-* :mod:`reference.gradient_checkpointing.api` - the public shape:
+=======================
+* [`reference.gradient_checkpointing.api`][reference.gradient_checkpointing.api] - the public shape:
   ``apply_gradient_checkpointing(unet, CheckpointConfig(policy=...))`` patches a
   ``diffusers.UNet2DModel`` in place with one of four placements - diffusers' own
   ``enable_gradient_checkpointing()`` (ResNet blocks), every ResNet and attention block, every
   down/mid/up stage, or ``round(sqrt(n))`` segments of stages - and
   ``remove_gradient_checkpointing`` undoes it.
-* :mod:`reference.gradient_checkpointing.policies` - the placements themselves
-  (:func:`~.policies.checkpoint_modules`, :func:`~.policies.staged_forward`) and a plain chain of
-  residual blocks (:func:`~.policies.make_chain`, ``checkpoint_sequential``) where the ``sqrt(n)``
-  law is exact.
-* :mod:`reference.gradient_checkpointing.memory` - the peak of live activation bytes over the
-  whole step, next to the harness's count of bytes retained after the forward pass.
-* :mod:`reference.gradient_checkpointing.measure` - one training step per policy (retained and
-  peak memory, FLOPs with recomputation, gradients), the chain law and peak RSS;
-  :mod:`reference.gradient_checkpointing.figures` draws them;
-  :mod:`reference.gradient_checkpointing.bench` is the benchmark (``python -m
-  reference.gradient_checkpointing``, see ``--help``), with interleaved step times and gradient
-  accumulation as the matched-memory control.
+* [`reference.gradient_checkpointing.policies`][reference.gradient_checkpointing.policies] - the
+  placements themselves
+  ([`checkpoint_modules`][reference.gradient_checkpointing.policies.checkpoint_modules],
+  [`staged_forward`][reference.gradient_checkpointing.policies.staged_forward]) and a plain chain of
+  residual blocks ([`make_chain`][reference.gradient_checkpointing.policies.make_chain],
+  ``checkpoint_sequential``) where the ``sqrt(n)`` law is exact.
+* [`reference.gradient_checkpointing.memory`][reference.gradient_checkpointing.memory] - the peak of
+  live activation bytes over the whole step, next to the harness's count of bytes retained after the
+  forward pass.
+* [`reference.gradient_checkpointing.measure`][reference.gradient_checkpointing.measure] - one
+  training step per policy (retained and peak memory, FLOPs with recomputation, gradients), the
+  chain law and peak RSS;
+  [`reference.gradient_checkpointing.figures`][reference.gradient_checkpointing.figures] draws them;
+  [`reference.gradient_checkpointing.bench`][reference.gradient_checkpointing.bench] is the
+  benchmark (``python -m reference.gradient_checkpointing``, see ``--help``), with interleaved step
+  times and gradient accumulation as the matched-memory control.
 
-Usage::
+Usage:
 
     from reference.gradient_checkpointing import CheckpointConfig, apply_gradient_checkpointing
     apply_gradient_checkpointing(unet, CheckpointConfig(policy="sqrt"))
@@ -52,14 +56,14 @@ Usage::
     loss.backward()  # each segment's forward runs again here, just before its gradient
 
 When to use it
---------------
+==============
 When activations, not weights or optimizer state, limit the batch size, resolution or model
 size of *training* or fine-tuning (Stable Diffusion fine-tuning on a 16 GB GPU, video models).
 It does nothing for sampling (no backward pass); the memory of parameters, gradients and Adam
 moments is unchanged (use ZeRO/FSDP sharding, offloading or 8-bit optimizers for those).
 
 Pitfalls
---------
+========
 * **Randomness.** Dropout in a recomputed region must draw the same mask twice. PyTorch stashes
   and restores the RNG state around a region (``preserve_rng_state=True``, the default);
   switching it off changes the gradients (see the tests).
@@ -80,7 +84,7 @@ Pitfalls
   (``checkpoint_sequential`` leaves it out).
 
 Sources
--------
+=======
 * Chen, Xu, Zhang, Guestrin. *Training Deep Nets with Sublinear Memory Cost.* 2016,
   arXiv:1604.06174.
 * Griewank, Walther. *Algorithm 799: revolve.* ACM TOMS 26(1), 2000, doi:10.1145/347837.347846.
@@ -88,7 +92,7 @@ Sources
   arXiv:2205.05198 (selective recomputation: recompute only cheap, memory-heavy operations).
 
 In production
--------------
+=============
 ``torch.utils.checkpoint.checkpoint`` / ``checkpoint_sequential`` (and
 ``create_selective_checkpoint_contexts`` for per-operation policies); diffusers'
 ``ModelMixin.enable_gradient_checkpointing()`` (the ``--gradient_checkpointing`` flag of its

@@ -1,9 +1,11 @@
 """One public shape for every policy: ``apply_gradient_checkpointing(unet, CheckpointConfig(...))``.
 
 Like diffusers' ``enable_gradient_checkpointing()`` and torch's
-``apply_activation_checkpointing(model, check_fn=...)``, the model is patched in place and keeps
-its parameters, its ``state_dict`` keys and its call signature; only the training step's memory
-and time change. :func:`remove_gradient_checkpointing` undoes it.
+``apply_activation_checkpointing(model, check_fn=...)``, the model is patched in place and keeps its
+parameters, its ``state_dict`` keys and its call signature; only the training step's memory and time
+change.
+[`remove_gradient_checkpointing`][reference.gradient_checkpointing.api.remove_gradient_checkpointing]
+undoes it.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ POLICIES = ("none", "diffusers", "module", "stage", "sqrt")
 class CheckpointConfig:
     """Where to put the checkpoints of a ``diffusers.UNet2DModel``.
 
-    ``policy``: one of :data:`POLICIES`; ``segments`` overrides the number of stage segments of
-    ``"sqrt"`` (default ``round(sqrt(n))``, Chen et al.); ``preserve_rng_state`` replays the RNG
-    of each region in its recomputation (needed for exact gradients with dropout).
+    ``policy``: one of [`POLICIES`][reference.gradient_checkpointing.api.POLICIES]; ``segments``
+    overrides the number of stage segments of ``"sqrt"`` (default ``round(sqrt(n))``, Chen et al.);
+    ``preserve_rng_state`` replays the RNG of each region in its recomputation (needed for exact
+    gradients with dropout).
     """
 
     policy: str = "sqrt"
@@ -88,7 +91,9 @@ def apply_gradient_checkpointing(unet: nn.Module, config: CheckpointConfig) -> n
 
 
 def remove_gradient_checkpointing(unet: nn.Module) -> nn.Module:
-    """Undo :func:`apply_gradient_checkpointing` (every policy); returns ``unet``."""
+    """Undo
+    [`apply_gradient_checkpointing`][reference.gradient_checkpointing.api.apply_gradient_checkpointing]
+    (every policy); returns ``unet``."""
     remove_module_checkpoints(unet)
     if getattr(unet, "is_gradient_checkpointing", False):
         unet.disable_gradient_checkpointing()

@@ -1,5 +1,5 @@
-"""Benchmark and demo of :mod:`reference.gradient_checkpointing` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.gradient_checkpointing`][reference.gradient_checkpointing] (the
+technique contract of `reference.harness.cli`).
 
 Rows: one training step of the zoo U-Net without checkpointing (baseline), with diffusers' own
 ``enable_gradient_checkpointing()`` (reference), per module, per stage and with ``sqrt(n)``

@@ -5,13 +5,13 @@ Every policy runs the same training step (epsilon-prediction MSE, Ho et al. 2020
 For each one this module measures, in one process:
 
 * the bytes autograd retains for the backward pass at the end of the forward pass
-  (:func:`reference.harness.bytes_saved_for_backward`, exact);
+  (`reference.harness.bytes_saved_for_backward`, exact);
 * the peak of live activation bytes over forward, recomputation and backward
-  (:func:`~reference.gradient_checkpointing.memory.peak_activation_bytes`);
+  ([`peak_activation_bytes`][reference.gradient_checkpointing.memory.peak_activation_bytes]);
 * matmul/conv FLOPs of the whole step, recomputation included;
 * the parameter gradients (compared with the baseline's);
 
-and returns the step itself for :func:`reference.harness.compare_latency`.
+and returns the step itself for `reference.harness.compare_latency`.
 """
 
 from __future__ import annotations
@@ -166,7 +166,8 @@ def chain_point(chain: nn.Sequential, x: torch.Tensor, segments: int) -> tuple[i
 
 
 def chain_curves(ns: Sequence[int], width: int = 64, batch: int = 128) -> ChainCurves:
-    """Measure the chain of :func:`~.policies.make_chain` for every ``n`` and policy."""
+    """Measure the chain of [`make_chain`][reference.gradient_checkpointing.policies.make_chain] for
+    every ``n`` and policy."""
     unit = batch * width * 4
     curves = ChainCurves(list(ns), {}, {})
     for n in ns:
@@ -182,7 +183,7 @@ def chain_curves(ns: Sequence[int], width: int = 64, batch: int = 128) -> ChainC
 def rss_probe(policy: str | None, batch: int, microbatches: int = 1) -> None:
     """Build the teacher architecture and, unless ``policy`` is None, run two training steps.
 
-    Run in a fresh process by :func:`reference.harness.peak_rss_of`; the weights do not change
+    Run in a fresh process by `reference.harness.peak_rss_of`; the weights do not change
     the memory, so a freshly initialised model of the zoo configuration is used.
     """
     from reference.zoo import SPECS
@@ -198,7 +199,8 @@ def rss_probe(policy: str | None, batch: int, microbatches: int = 1) -> None:
 
 
 def peak_rss_mb(policy: str | None, batch: int, microbatches: int = 1) -> float:
-    """Peak resident set size (MB) of a fresh process running :func:`rss_probe`."""
+    """Peak resident set size (MB) of a fresh process running
+    [`rss_probe`][reference.gradient_checkpointing.measure.rss_probe]."""
     code = (
         "import torch; torch.set_num_threads(2)\n"
         "from reference.gradient_checkpointing.measure import rss_probe\n"

@@ -1,8 +1,8 @@
 """Peak activation memory of a training step, measured exactly on any device (here: a CPU).
 
 Why a second meter
-------------------
-:func:`reference.harness.bytes_saved_for_backward` counts what autograd *retains* at the end of
+==================
+`reference.harness.bytes_saved_for_backward` counts what autograd *retains* at the end of
 the forward pass (every tensor packed by ``saved_tensors_hooks``; a non-reentrant checkpoint
 region contributes its inputs, which ``torch.utils.checkpoint`` saves through a no-op autograd
 function). That is the quantity checkpointing shrinks, but it is not the whole story: during the
@@ -10,16 +10,16 @@ backward pass each checkpointed region is run again and its activations are aliv
 gradient is computed. The memory a step really needs is the **peak** of live activation bytes
 over forward *and* backward - Chen et al.'s ``O(sqrt(n))`` bound is about that peak.
 
-How this meter works
---------------------
-:class:`ActivationMeter` is a ``TorchDispatchMode``: every tensor an operator returns (forward,
-backward, recomputation) has its storage registered once, with its size, and a weak reference
-whose callback subtracts the size when the storage is freed. ``live`` is then the number of
-bytes of storages created inside the step that are still alive, ``peak`` its maximum. Storages
-that existed before (parameters, pre-allocated ``.grad`` buffers, the batch) are excluded by
-``data_ptr``. Allocator caching, fragmentation and operator workspaces are invisible to it (on
-CUDA, ``torch.cuda.max_memory_allocated`` measures those; PyTorch's own
-``torch.distributed._tools.mem_tracker.MemTracker`` uses the same dispatch-plus-weakref idea).
+How this meter works ====================
+[`ActivationMeter`][reference.gradient_checkpointing.memory.ActivationMeter] is a
+``TorchDispatchMode``: every tensor an operator returns (forward, backward, recomputation) has its
+storage registered once, with its size, and a weak reference whose callback subtracts the size when
+the storage is freed. ``live`` is then the number of bytes of storages created inside the step that
+are still alive, ``peak`` its maximum. Storages that existed before (parameters, pre-allocated
+``.grad`` buffers, the batch) are excluded by ``data_ptr``. Allocator caching, fragmentation and
+operator workspaces are invisible to it (on CUDA, ``torch.cuda.max_memory_allocated`` measures
+those; PyTorch's own ``torch.distributed._tools.mem_tracker.MemTracker`` uses the same
+dispatch-plus-weakref idea).
 """
 
 from __future__ import annotations

@@ -3,21 +3,22 @@
 Three ways of checkpointing the same ``diffusers.UNet2DModel`` with
 ``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)``:
 
-* :func:`checkpoint_modules` - every module of the given types (``ResnetBlock2D``,
-  ``Attention``) recomputes itself in the backward pass. Fine-grained: many small checkpoints,
-  each keeps only its input.
-* :func:`staged_forward` - the U-Net written as a chain of **stages** (``conv_in``, each down
-  block, the mid block, each up block, the output head), run through contiguous **segments** of
-  stages; a segment keeps its inputs (the running feature map, the skip tensors it reads, the
-  embedding) and recomputes everything inside. One segment per stage is "per down/up block";
-  ``round(sqrt(n))`` segments is Chen et al.'s schedule.
+* [`checkpoint_modules`][reference.gradient_checkpointing.policies.checkpoint_modules] - every
+  module of the given types (``ResnetBlock2D``, ``Attention``) recomputes itself in the backward
+  pass. Fine-grained: many small checkpoints, each keeps only its input.
+* [`staged_forward`][reference.gradient_checkpointing.policies.staged_forward] - the U-Net written
+  as a chain of **stages** (``conv_in``, each down block, the mid block, each up block, the output
+  head), run through contiguous **segments** of stages; a segment keeps its inputs (the running
+  feature map, the skip tensors it reads, the embedding) and recomputes everything inside. One
+  segment per stage is "per down/up block"; ``round(sqrt(n))`` segments is Chen et al.'s schedule.
 * ``unet.enable_gradient_checkpointing()`` - diffusers' own switch, which checkpoints the
   ``ResnetBlock2D`` calls inside each block (not the attention or resampling layers).
 
 A U-Net is not a chain: the skip tensors produced by the down path are needed by the up path, so
 they are kept whatever the segmentation (they are outputs of one segment and inputs of another).
 That is why the U-Net gains less from coarse segments than the plain chain of
-:func:`make_chain`, where the ``sqrt(n)`` law shows cleanly.
+[`make_chain`][reference.gradient_checkpointing.policies.make_chain], where the ``sqrt(n)`` law
+shows cleanly.
 """
 
 from __future__ import annotations
@@ -67,11 +68,12 @@ def checkpoint_modules(
 ) -> list[str]:
     """Make every submodule of ``model`` whose type is in ``types`` a checkpoint region.
 
-    The module's ``forward`` is replaced by an instance attribute that calls the original
-    through ``checkpoint(..., use_reentrant=False)`` when gradients are enabled (parameter
-    names and ``state_dict`` keys are unchanged). Returns the names of the patched modules;
-    :func:`remove_module_checkpoints` undoes it. Patch *after* ``copy.deepcopy``: a copied
-    instance attribute would still call the original module.
+    The module's ``forward`` is replaced by an instance attribute that calls the original through
+    ``checkpoint(..., use_reentrant=False)`` when gradients are enabled (parameter names and
+    ``state_dict`` keys are unchanged). Returns the names of the patched modules;
+    [`remove_module_checkpoints`][reference.gradient_checkpointing.policies.remove_module_checkpoints]
+    undoes it. Patch *after* ``copy.deepcopy``: a copied instance attribute would still call the
+    original module.
     """
     names = []
     for name, module in model.named_modules():
@@ -82,7 +84,8 @@ def checkpoint_modules(
 
 
 def remove_module_checkpoints(model: nn.Module) -> int:
-    """Undo :func:`checkpoint_modules`; returns how many modules were restored."""
+    """Undo [`checkpoint_modules`][reference.gradient_checkpointing.policies.checkpoint_modules];
+    returns how many modules were restored."""
     restored = 0
     for module in model.modules():
         if "forward" in vars(module):
@@ -103,7 +106,9 @@ def unet_module_types() -> tuple[type[nn.Module], ...]:
 
 
 def check_stageable(unet: nn.Module) -> None:
-    """Raise ``ValueError`` unless :func:`staged_forward` reproduces ``unet``'s forward pass."""
+    """Raise ``ValueError`` unless
+    [`staged_forward`][reference.gradient_checkpointing.policies.staged_forward] reproduces
+    ``unet``'s forward pass."""
     if type(unet).__name__ != "UNet2DModel":
         raise ValueError(f"staged_forward needs a diffusers UNet2DModel, got {type(unet).__name__}")
     cfg = unet.config
@@ -194,9 +199,10 @@ def staged_forward(
 ) -> torch.Tensor:
     """``unet(sample, timestep, class_labels).sample``, run stage by stage.
 
-    ``segments``: contiguous ranges of stage indices (see :func:`unet_stages`) that each become
-    one checkpoint region; ``None`` runs without checkpointing (and must equal the diffusers
-    forward pass exactly). Stages outside every segment run normally.
+    ``segments``: contiguous ranges of stage indices (see
+    [`unet_stages`][reference.gradient_checkpointing.policies.unet_stages]) that each become one
+    checkpoint region; ``None`` runs without checkpointing (and must equal the diffusers forward
+    pass exactly). Stages outside every segment run normally.
     """
     check_stageable(unet)
     stages = unet_stages(unet)
@@ -242,7 +248,9 @@ class ResidualMLPBlock(nn.Module):
 
 
 def make_chain(n: int, width: int, seed: int = 0) -> nn.Sequential:
-    """A chain of ``n`` :class:`ResidualMLPBlock` (the setting of Chen et al.'s analysis)."""
+    """A chain of ``n``
+    [`ResidualMLPBlock`][reference.gradient_checkpointing.policies.ResidualMLPBlock] (the setting of
+    Chen et al.'s analysis)."""
     if n < 1 or width < 1:
         raise ValueError(f"a chain needs n >= 1 blocks and width >= 1, got n={n}, width={width}")
     gen_state = torch.random.get_rng_state()

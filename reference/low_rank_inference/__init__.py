@@ -1,7 +1,7 @@
 """Low-rank inference: replace Linear and convolution layers by truncated-SVD factor pairs.
 
 Idea
-----
+====
 A dense layer multiplies by a matrix ``W`` (``out x in``; a k x k convolution is the matrix
 ``out x (in k k)`` applied to every image patch). If ``W`` is close to a rank-``r`` matrix,
 ``W ~ B A`` with ``A: r x in`` and ``B: out x r``, then computing ``B (A x)`` costs
@@ -27,23 +27,22 @@ singular values then measure output error directly, so an energy threshold or a 
 what it says.
 
 Choosing ranks
---------------
-* **Energy threshold** ``tau``: per layer, the smallest ``r`` with
-  ``sum_{i<=r} s_i^2 >= tau sum_i s_i^2`` (:func:`rank_for_energy`).
-* **Global budget** ``rho``: all layers' singular values compete for ``rho`` times the layers'
-  dense multiply-adds, greedily by relative energy per unit cost (:func:`ranks_for_budget`).
-  Layers whose chosen rank exceeds the break-even rank stay dense.
+==============
+* **Energy threshold** ``tau``: per layer, the smallest ``r`` with ``sum_{i<=r} s_i^2 >= tau sum_i
+  s_i^2`` ([`rank_for_energy`][reference.low_rank_inference.rank_for_energy]).
+* **Global budget** ``rho``: all layers' singular values compete for ``rho`` times the layers' dense
+  multiply-adds, greedily by relative energy per unit cost
+  ([`ranks_for_budget`][reference.low_rank_inference.ranks_for_budget]). Layers whose chosen rank
+  exceeds the break-even rank stay dense.
 
-LoRA is the other low rank
---------------------------
-LoRA (Hu et al. 2021, arXiv:2106.09685) trains ``W + (alpha / r) B A`` with ``W`` frozen: the low
-rank makes *fine-tuning* cheap, and for inference the adapter is merged back into ``W``
-(:class:`~reference.low_rank_inference.lora.LoRALinear`, ``merged()``), so it neither speeds up
-nor slows down the deployed model. Truncated SVD is the opposite: it changes the deployed
-architecture to make inference cheaper.
+LoRA is the other low rank ========================== LoRA (Hu et al. 2021, arXiv:2106.09685) trains
+``W + (alpha / r) B A`` with ``W`` frozen: the low rank makes *fine-tuning* cheap, and for inference
+the adapter is merged back into ``W`` ([`LoRALinear`][reference.low_rank_inference.lora.LoRALinear],
+``merged()``), so it neither speeds up nor slows down the deployed model. Truncated SVD is the
+opposite: it changes the deployed architecture to make inference cheaper.
 
 When to use it, and pitfalls
-----------------------------
+============================
 * Useful when layers are wide and their inputs are effectively low-dimensional; pointless below
   the break-even rank's savings. Small matrices (the zoo's 96-wide DiT) are overhead- and
   bandwidth-bound on a CPU: two thin matrix multiplications may not be faster than one square
@@ -62,16 +61,14 @@ Production: ``torch.linalg.svd`` / ``svd_lowrank``; the factorised layers are or
 ``nn.Linear`` / ``nn.Conv2d`` pairs that any runtime executes; LoRA via ``peft`` and diffusers'
 ``load_lora_weights`` / ``fuse_lora``.
 
-Package
--------
-``reference/low_rank_inference/``: :mod:`~reference.low_rank_inference.factorize` (the matrix
-view, spectra, the factor-pair layers, the closed-form output error),
-:mod:`~reference.low_rank_inference.plan` (rank selection, model surgery, calibration, and the
-public shape ``LowRankConfig`` + ``apply_low_rank(model, config, second_moments)``),
-:mod:`~reference.low_rank_inference.lora` (the contrast), and the benchmark in
-:mod:`~reference.low_rank_inference.measure`, :mod:`~reference.low_rank_inference.figures` and
-:mod:`~reference.low_rank_inference.bench`. Run ``python -m reference.low_rank_inference`` for
-the demo, ``--bench`` for the benchmark (``--help`` for options)::
+Package ======= ``reference/low_rank_inference/``:
+[`factorize`][reference.low_rank_inference.factorize] (the matrix view, spectra, the factor-pair
+layers, the closed-form output error), [`plan`][reference.low_rank_inference.plan] (rank selection,
+model surgery, calibration, and the public shape ``LowRankConfig`` + ``apply_low_rank(model, config,
+second_moments)``), [`lora`][reference.low_rank_inference.lora] (the contrast), and the benchmark in
+[`measure`][reference.low_rank_inference.measure], [`figures`][reference.low_rank_inference.figures]
+and [`bench`][reference.low_rank_inference.bench]. Run ``python -m reference.low_rank_inference``
+for the demo, ``--bench`` for the benchmark (``--help`` for options):
 
     from reference import zoo
     from reference.low_rank_inference import LowRankConfig, apply_low_rank, dit_target_layers

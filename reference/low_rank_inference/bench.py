@@ -1,5 +1,5 @@
-"""Benchmark and demo of :mod:`reference.low_rank_inference` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.low_rank_inference`][reference.low_rank_inference] (the
+technique contract of `reference.harness.cli`).
 
 Rows: the dense zoo DiT (baseline); its token-wise Linear layers factorised by plain and by
 activation-aware truncated SVD at each multiply-add budget (technique); the dense DiT with fewer

@@ -1,6 +1,7 @@
 """Truncated-SVD factorisation of Linear and convolution layers, rank selection, model surgery.
 
-See :mod:`reference.low_rank_inference` for the idea, the math and the pitfalls.
+See [`reference.low_rank_inference`][reference.low_rank_inference] for the idea, the math and the
+pitfalls.
 """
 
 from __future__ import annotations

@@ -138,7 +138,7 @@ def build_variants(
 
 def control_steps(steps: int, flops_ratio: float) -> int:
     """DDIM steps of the dense DiT that cost the FLOPs of ``steps`` steps of a model with
-    ``flops_ratio`` of its FLOPs per forward::
+    ``flops_ratio`` of its FLOPs per forward:
 
         k = max(1, round(steps · F_low-rank / F_dense))                            (1)
     """

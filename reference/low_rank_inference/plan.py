@@ -1,7 +1,8 @@
 """Rank selection (energy threshold, global budget), model surgery and calibration, and the
 public shape of the technique: ``LowRankConfig`` + ``apply_low_rank(model, config)``.
 
-See :mod:`reference.low_rank_inference` for the idea, the math and the pitfalls.
+See [`reference.low_rank_inference`][reference.low_rank_inference] for the idea, the math and the
+pitfalls.
 """
 
 from __future__ import annotations
@@ -224,13 +225,17 @@ def dit_target_layers(dit: nn.Module) -> list[str]:
 
 @dataclass(frozen=True)
 class LowRankConfig:
-    """What :func:`apply_low_rank` factorises, and how it picks the ranks.
+    """What [`apply_low_rank`][reference.low_rank_inference.plan.apply_low_rank] factorises, and how
+    it picks the ranks.
 
     ``targets``: qualified names of the ``nn.Linear`` / ``nn.Conv2d`` layers. Exactly one rank
-    rule: ``budget`` (fraction of the targets' dense multiply-adds, :func:`ranks_for_budget`),
-    ``energy`` (per-layer threshold, :func:`rank_for_energy`) or a fixed ``rank``. ``method``:
-    ``"svd"`` (plain truncated SVD) or ``"asvd"`` (activation-aware, whitened by the inputs'
-    second moments, which :func:`apply_low_rank` then needs).
+    rule: ``budget`` (fraction of the targets' dense multiply-adds,
+        [`ranks_for_budget`][reference.low_rank_inference.plan.ranks_for_budget]),
+    ``energy`` (per-layer threshold,
+    [`rank_for_energy`][reference.low_rank_inference.plan.rank_for_energy]) or a fixed ``rank``.
+    ``method``: ``"svd"`` (plain truncated SVD) or ``"asvd"`` (activation-aware, whitened by the
+    inputs' second moments, which
+    [`apply_low_rank`][reference.low_rank_inference.plan.apply_low_rank] then needs).
     """
 
     targets: tuple[str, ...]
@@ -255,9 +260,12 @@ def apply_low_rank(
 ) -> tuple[nn.Module, FactorizationPlan]:
     """A copy of ``model`` with ``config.targets`` replaced by truncated-SVD factor pairs.
 
-    ``second_moments`` (``E[x x^T]`` per target, :func:`calibrate_second_moments`) are required
-    for ``method="asvd"``. Targets whose chosen rank is above break-even stay dense. Returns the
-    new model and its :class:`FactorizationPlan`; ``model`` is not modified.
+    ``second_moments`` (``E[x x^T]`` per target,
+    [`calibrate_second_moments`][reference.low_rank_inference.plan.calibrate_second_moments]) are
+    required for ``method="asvd"``. Targets whose chosen rank is above break-even stay dense.
+    Returns the new model and its
+    [`FactorizationPlan`][reference.low_rank_inference.plan.FactorizationPlan]; ``model`` is not
+    modified.
     """
     config.validate()
     if config.method == "asvd" and second_moments is None:

@@ -18,7 +18,7 @@ from .unstructured import magnitude_prune, weight_sparsity
 
 @dataclass(frozen=True)
 class PruningConfig:
-    """What :func:`apply_pruning` removes.
+    """What [`apply_pruning`][reference.pruning.api.apply_pruning] removes.
 
     ``structured=True``: a fraction ``ratio`` of the channels of every coupled DepGraph group,
     ranked by ``criterion`` (``l1``, ``taylor`` or ``random``); Taylor importance accumulates the
@@ -47,11 +47,13 @@ class PruningConfig:
 
 
 def apply_pruning(model: nn.Module, config: PruningConfig) -> tuple[nn.Module, PruneReport]:
-    """A pruned copy of the ``UNet2DModel`` ``model`` and a :class:`PruneReport`.
+    """A pruned copy of the ``UNet2DModel`` ``model`` and a
+    [`PruneReport`][reference.pruning.api.PruneReport].
 
-    Structured: :func:`~reference.pruning.structured.prune_unet` (a physically smaller dense
+    Structured: [`prune_unet`][reference.pruning.structured.prune_unet] (a physically smaller dense
     model whose ``report.config`` rebuilds it). Unstructured:
-    :func:`~reference.pruning.unstructured.magnitude_prune` (same shapes, zeros in the weights).
+    [`magnitude_prune`][reference.pruning.unstructured.magnitude_prune] (same shapes, zeros in the
+    weights).
     """
     config.validate()
     if not config.structured:

@@ -1,5 +1,5 @@
-"""Benchmark and demo of :mod:`reference.pruning` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.pruning`][reference.pruning] (the technique contract of
+`reference.harness.cli`).
 
 Rows: the zoo teacher U-Net (baseline); one-shot structured prunes at every ratio and criterion
 and the zoo's pruned + fine-tuned teacher (technique); two controls, the same pruned

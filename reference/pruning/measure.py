@@ -1,10 +1,11 @@
 """The measured models of the pruning benchmark, their measurements and figures.
 
-:func:`build_entries` makes the rows (the teacher, one-shot structured prunes, the zoo's
-fine-tuned prune and its from-scratch control, unstructured prunes) and
-:func:`add_fewer_steps_control` the teacher with fewer DDIM steps at the headline prune's
-sampling FLOPs; :func:`measure` fills their cost, their quality over paired noise seeds and
-their interleaved sampling latency; :func:`save_figures` draws them.
+[`build_entries`][reference.pruning.measure.build_entries] makes the rows (the teacher, one-shot
+structured prunes, the zoo's fine-tuned prune and its from-scratch control, unstructured prunes) and
+[`add_fewer_steps_control`][reference.pruning.measure.add_fewer_steps_control] the teacher with
+fewer DDIM steps at the headline prune's sampling FLOPs; `measure` fills their cost, their quality
+over paired noise seeds and their interleaved sampling latency;
+[`save_figures`][reference.pruning.measure.save_figures] draws them.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def _fill_cost(e: Entry, base: Entry) -> None:
 
 def control_steps(steps: int, flops_ratio: float) -> int:
     """DDIM steps of the teacher that cost what ``steps`` steps of a model with ``flops_ratio``
-    of its FLOPs per forward cost::
+    of its FLOPs per forward cost:
 
         k = max(1, round(steps · F_pruned / F_teacher))                            (1)
     """
@@ -158,7 +159,7 @@ def measure_quality(entries: list[Entry], cfg: Any, grid: dict[str, torch.Tensor
 
 def measure_latency(entries: list[Entry], cfg: Any) -> Any:
     """One DDIM sampling of ``cfg.latency_batch`` digits per timed row, interleaved
-    (:func:`~reference.harness.cost.compare_latency`); returns the ``LatencyComparison``."""
+    (`compare_latency`); returns the ``LatencyComparison``."""
     from reference.harness import class_labels, compare_latency
 
     labels = class_labels(cfg.latency_batch)

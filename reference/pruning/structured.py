@@ -1,6 +1,6 @@
 """Structured channel pruning of a diffusers ``UNet2DModel`` with Torch-Pruning's DepGraph.
 
-See :mod:`reference.pruning` for the idea, the math and the pitfalls.
+See [`reference.pruning`][reference.pruning] for the idea, the math and the pitfalls.
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def importance(criterion: str) -> Any:
       arXiv:1608.08710), averaged over the coupled layers of a DepGraph group.
     * ``"taylor"``: first-order Taylor estimate of the loss change when a channel is removed,
       ``|sum_w w * dL/dw|`` per weight summed over the channel (Molchanov et al. 2019,
-      arXiv:1906.10771), the criterion of Diff-Pruning (Fang et al. 2023, arXiv:2305.10924);
-      needs gradients from :func:`accumulate_gradients`.
+      arXiv:1906.10771), the criterion of Diff-Pruning (Fang et al. 2023, arXiv:2305.10924); needs
+      gradients from [`accumulate_gradients`][reference.pruning.structured.accumulate_gradients].
     * ``"random"``: a sanity baseline.
     """
     import torch_pruning as tp
@@ -182,8 +182,9 @@ def prune_unet(
     ``time_emb_proj`` reads, and the attention projections (``num_heads`` keeps the head count
     and shrinks each head). ``conv_out`` is ignored (its outputs are the predicted noise).
 
-    The input model is not modified. Returns the smaller dense model and a report whose
-    ``config`` rebuilds the same architecture (:func:`build_pruned_unet`).
+    The input model is not modified. Returns the smaller dense model and a report whose ``config``
+    rebuilds the same architecture
+    ([`build_pruned_unet`][reference.pruning.structured.build_pruned_unet]).
     """
     import torch_pruning as tp
 
@@ -225,12 +226,15 @@ def prune_unet(
 
 
 def pruned_config(model: nn.Module) -> dict[str, Any]:
-    """A configuration from which :func:`build_pruned_unet` rebuilds ``model``'s shapes.
+    """A configuration from which
+    [`build_pruned_unet`][reference.pruning.structured.build_pruned_unet] rebuilds ``model``'s
+    shapes.
 
-    The ``UNet2DModel`` configuration with the new ``block_out_channels``, head size and
-    embedding width, plus ``time_proj_dim`` (the parameter-free sinusoidal timestep embedding
-    keeps its original width; only the layers after it shrink). The attention temperature
-    needs no entry: :func:`sync_diffusers_attributes` folded it into the query weights.
+    The ``UNet2DModel`` configuration with the new ``block_out_channels``, head size and embedding
+    width, plus ``time_proj_dim`` (the parameter-free sinusoidal timestep embedding keeps its
+    original width; only the layers after it shrink). The attention temperature needs no entry:
+    [`sync_diffusers_attributes`][reference.pruning.structured.sync_diffusers_attributes] folded it
+    into the query weights.
     """
     cfg = {k: v for k, v in dict(model.config).items() if not k.startswith("_")}
     cfg["block_out_channels"] = [int(b.resnets[-1].conv2.out_channels) for b in model.down_blocks]
@@ -242,7 +246,8 @@ def pruned_config(model: nn.Module) -> dict[str, Any]:
 
 
 def build_pruned_unet(config: dict[str, Any]) -> nn.Module:
-    """Build the (untrained) architecture described by :func:`pruned_config`."""
+    """Build the (untrained) architecture described by
+    [`pruned_config`][reference.pruning.structured.pruned_config]."""
     from diffusers import UNet2DModel
     from diffusers.models.embeddings import Timesteps
 

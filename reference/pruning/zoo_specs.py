@@ -1,7 +1,7 @@
 """Zoo models of the pruning technique: the pruned + fine-tuned teacher and its control.
 
 * ``pruned_teacher``: the zoo teacher with 50% of the channels of every coupled group removed
-  (Taylor importance, :func:`~reference.pruning.structured.prune_unet`), then fine-tuned with
+  (Taylor importance, [`prune_unet`][reference.pruning.structured.prune_unet]), then fine-tuned with
   the teacher's own objective for ``FINETUNE_STEPS`` steps.
 * ``pruned_scratch``: the **same architecture**, randomly initialised and trained for the same
   number of steps, batch size, learning-rate schedule and EMA: the control that tells whether
@@ -10,7 +10,7 @@
   fine-tuning; Diff-Pruning reports the opposite for diffusion models at a short budget).
 
 ``ZOO_SPECS`` is merged into the zoo registry (through
-:func:`reference.registry.zoo_extension_modules`): train with
+`reference.registry.zoo_extension_modules`): train with
 ``python scripts/train_zoo.py --only pruned_teacher,pruned_scratch`` and load with
 ``reference.zoo.load("pruned_teacher")``.
 """
@@ -118,7 +118,7 @@ ZOO_SPECS: dict[str, ZooSpec] = {
         requires=("teacher",),
     ),
 }
-"""Zoo entries of this technique (to be registered in :data:`reference.zoo.specs.SPECS`)."""
+"""Zoo entries of this technique (to be registered in `reference.zoo.specs.SPECS`)."""
 
 
 def load_pruned(name: str, zoo_dir: Path | None = None) -> nn.Module:
