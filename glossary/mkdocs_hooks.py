@@ -96,8 +96,8 @@ def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Any) -> s
 
 @event_priority(-100)  # last: after mkdocs-static-i18n has built and indexed every language
 def on_post_build(config: MkDocsConfig) -> None:
-    """Make the search index accent-blind (see :mod:`glossary.sitesearch`)."""
-    from glossary.sitesearch import fold_index
+    """Make the search index accent-blind (see :mod:`glossary.site.search`)."""
+    from glossary.site.search import fold_index
 
     changed = fold_index(Path(config.site_dir))
     log.info("glossary search: %d documents also indexed without accents", changed)

@@ -1,0 +1,1 @@
+"""The site generator: one module per concern, called from :mod:`glossary.mkdocs_hooks`."""
