@@ -36,7 +36,7 @@ def test_arxiv_ids_match_in_full_with_a_real_month(
         ("ema", 'doi: "10.1137/0330046"', 'doi: "10.1137/0330046\\n"', "malformed DOI"),
         ("ema", 'doi: "10.1137/0330046"', 'doi: "10.1137/ 0330046"', "malformed DOI"),
         ("ema", 'doi: "10.1137/0330046"', 'doi: "10.11/0330046"', "malformed DOI"),
-        ("pruning", "module: reference.harness", 'module: "reference.harness\\n"', "module path"),
+        ("pruning", "module: reference.pruning", 'module: "reference.pruning\\n"', "module path"),
         ("pruning", "related: [feature-caching,", 'related: ["feature-caching\\n",', "valid slug"),
         (
             "pruning",
