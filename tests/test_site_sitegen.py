@@ -1,4 +1,4 @@
-"""Unit tests of the page generator (glossary.sitegen) on fixture entries, without MkDocs."""
+"""Unit tests of the page generator (glossary.site) on fixture entries, without MkDocs."""
 
 from __future__ import annotations
 
@@ -11,10 +11,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from glossary import sitegen
 from glossary.collation import sort_key
 from glossary.loader import load_glossary
 from glossary.schema import CATEGORIES, LANGS
+from glossary.site import (
+    compare,
+    context,
+    downloads,
+    generate,
+    indexes,
+    markdown,
+    results,
+    terms,
+    urls,
+)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "site"
 ENTRIES = FIXTURES / "entries"
@@ -28,10 +38,10 @@ def fixture_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def ctx(fixture_path: None) -> sitegen.Context:
-    return sitegen.Context(
+def ctx(fixture_path: None) -> context.Context:
+    return context.Context(
         glossary=load_glossary(ENTRIES),
-        results=sitegen.load_results(RESULTS),
+        results=results.load_results(RESULTS),
         module_exists=lambda module: module == "site_fixture_technique",
     )
 
@@ -39,7 +49,7 @@ def ctx(fixture_path: None) -> sitegen.Context:
 @pytest.fixture
 def docs(tmp_path: Path, fixture_path: None) -> Path:
     out = tmp_path / "docs"
-    sitegen.generate(out, entries_dir=ENTRIES, results=RESULTS)
+    generate.generate(out, entries_dir=ENTRIES, results=RESULTS)
     return out
 
 
@@ -48,7 +58,7 @@ def docs(tmp_path: Path, fixture_path: None) -> Path:
 
 @given(st.text(max_size=80))
 def test_escape_text_never_leaves_markup(text: str) -> None:
-    escaped = sitegen.escape_text(text)
+    escaped = markdown.escape_text(text)
     assert "<" not in escaped and ">" not in escaped
     assert "\n" not in escaped
     assert not re.search(r"&(?!amp;|lt;|gt;)", escaped)
@@ -56,7 +66,7 @@ def test_escape_text_never_leaves_markup(text: str) -> None:
 
 @given(st.text(alphabet=st.sampled_from("<>&{}[]()`*_ abc/\n:jJ\tscript="), max_size=60))
 def test_escape_markdown_leaves_no_tag_start_outside_code(text: str) -> None:
-    escaped = sitegen.escape_markdown(text)
+    escaped = markdown.escape_markdown(text)
     outside = re.sub(r"(`+)(?!`).+?(?<!`)\1(?!`)", "", escaped)  # drop code spans
     fenced = re.sub(r"^(```|~~~).*?^\1", "", outside, flags=re.S | re.M)
     assert "<" not in fenced.replace("<https://", "")
@@ -81,11 +91,11 @@ def test_escape_markdown_leaves_no_tag_start_outside_code(text: str) -> None:
     ],
 )
 def test_escape_markdown_cases(source: str, expected: str) -> None:
-    assert sitegen.escape_markdown(source) == expected
+    assert markdown.escape_markdown(source) == expected
 
 
 def test_unsafe_reference_definition_is_neutralised() -> None:
-    out = sitegen.escape_markdown("[ref]: javascript:alert(1)\n[ok]: https://example.org")
+    out = markdown.escape_markdown("[ref]: javascript:alert(1)\n[ok]: https://example.org")
     assert out.splitlines() == ["&#91;ref]: javascript:alert(1)", "[ok]: https://example.org"]
 
 
@@ -99,36 +109,17 @@ def test_unsafe_reference_definition_is_neutralised() -> None:
     ],
 )
 def test_safe_url(url: str, expected: str | None) -> None:
-    assert sitegen.safe_url(url) == expected
+    assert markdown.safe_url(url) == expected
 
 
-# --------------------------------------------------------------------------- formatting
-
-
-@pytest.mark.parametrize(
-    ("value", "lang", "expected"),
-    [
-        (1.71, "es", "1,71"),
-        (1.71, "ru", "1,71"),
-        (1.71, "en", "1.71"),
-        (812.4, "es", "812,4"),
-        (3.467, "en", "3.467"),
-        (0.000123, "en", "0.000123"),
-        (1234567, "en", "1,234,567"),
-        (1234567, "ru", "1\u00a0234\u00a0567"),
-        (float("nan"), "en", "—"),
-        (True, "en", "—"),
-    ],
-)
-def test_format_number_follows_the_locale(value: float, lang: str, expected: str) -> None:
-    assert sitegen.format_number(value, lang) == expected
+# ---------------------------------------------------------------------------------- links
 
 
 def test_cross_language_href_is_relative_to_the_page() -> None:
-    assert sitegen._cross_language_href("terms/x", "en", "es", True) == "../../es/terms/x/"
-    assert sitegen._cross_language_href("terms/x", "es", "en", True) == "../../../terms/x/"
-    assert sitegen._cross_language_href("terms/x", "es", "ru", True) == "../../../ru/terms/x/"
-    assert sitegen._cross_language_href("terms/x", "ru", "es", False) == "../../es/terms/x.html"
+    assert urls.cross_language_href("terms/x", "en", "es", True) == "../../es/terms/x/"
+    assert urls.cross_language_href("terms/x", "es", "en", True) == "../../../terms/x/"
+    assert urls.cross_language_href("terms/x", "es", "ru", True) == "../../../ru/terms/x/"
+    assert urls.cross_language_href("terms/x", "ru", "es", False) == "../../es/terms/x.html"
 
 
 # ---------------------------------------------------------------------------------- pages
@@ -149,7 +140,7 @@ def test_generate_writes_every_page_in_every_language(docs: Path) -> None:
 def test_generate_rewrites_nothing_when_nothing_changed(docs: Path) -> None:
     page = docs / "es" / "terms" / "pruning.md"
     before = page.stat().st_mtime_ns
-    report = sitegen.generate(docs, entries_dir=ENTRIES, results=RESULTS)
+    report = generate.generate(docs, entries_dir=ENTRIES, results=RESULTS)
     assert report.written == [] and report.removed == []
     assert report.unchanged > 0
     assert page.stat().st_mtime_ns == before
@@ -168,17 +159,17 @@ def test_generate_removes_pages_of_deleted_entries(docs: Path, tmp_path: Path) -
         ),
         encoding="utf-8",
     )
-    results = tmp_path / "results"
-    results.mkdir()
-    shutil.copy2(RESULTS / "feature-caching.json", results)
-    shutil.copy2(RESULTS / "feature-caching.png", results)
-    report = sitegen.generate(docs, entries_dir=entries, results=results)
+    folder = tmp_path / "results"
+    folder.mkdir()
+    shutil.copy2(RESULTS / "feature-caching.json", folder)
+    shutil.copy2(RESULTS / "feature-caching.png", folder)
+    report = generate.generate(docs, entries_dir=entries, results=folder)
     assert docs / "en" / "terms" / "xss-probe.md" in report.removed
     assert not (docs / "ru" / "terms" / "xss-probe.md").exists()
 
 
-def test_term_page_has_every_section_with_explicit_ids(ctx: sitegen.Context) -> None:
-    page = sitegen.term_page(ctx.glossary["feature-caching"], "ru", ctx)
+def test_term_page_has_every_section_with_explicit_ids(ctx: context.Context) -> None:
+    page = terms.term_page(ctx.glossary["feature-caching"], "ru", ctx)
     for anchor in ("definition", "explanation", "run-it", "benchmark", "sources", "related"):
         assert re.search(rf"^## .+ \{{#{anchor}\}}$", page, re.M), anchor
     assert "```sh\n.venv/bin/python -m reference.feature_caching\n```" in page
@@ -187,42 +178,42 @@ def test_term_page_has_every_section_with_explicit_ids(ctx: sitegen.Context) -> 
     assert "(ddim.md)" in page and "../../../terms/feature-caching/" in page
 
 
-def test_benchmark_section_uses_locale_numbers_units_and_roles(ctx: sitegen.Context) -> None:
-    es = sitegen.term_page(ctx.glossary["feature-caching"], "es", ctx)
+def test_benchmark_section_uses_locale_numbers_units_and_roles(ctx: context.Context) -> None:
+    es = terms.term_page(ctx.glossary["feature-caching"], "es", ctx)
     assert "Latencia (ms)" in es and "Latency" not in es
     assert "DeepCache N=3 (rama 1), 50 pasos" in es and "referencia base" in es
     assert "1,71" in es and "2,14" in es and "812,4 ± 12" in es and "[1,62–1,79]" in es
     assert "cota analítica" in es and "no cumplido" in es
     assert "../../assets/results/feature-caching.png" in es
     assert "0123456789ab" in es and ".venv/bin/glossary bench feature-caching" in es
-    ru = sitegen.term_page(ctx.glossary["feature-caching"], "ru", ctx)
+    ru = terms.term_page(ctx.glossary["feature-caching"], "ru", ctx)
     assert "Задержка (мс)" in ru and "базовая линия" in ru and "812,4 ± 12" in ru
-    en = sitegen.term_page(ctx.glossary["feature-caching"], "en", ctx)
+    en = terms.term_page(ctx.glossary["feature-caching"], "en", ctx)
     assert "1.71" in en and "1,71" not in en and "Latency (ms)" in en
 
 
-def test_technique_without_results_says_so_and_invents_nothing(ctx: sitegen.Context) -> None:
-    page = sitegen.term_page(ctx.glossary["pruning"], "en", ctx)
+def test_technique_without_results_says_so_and_invents_nothing(ctx: context.Context) -> None:
+    page = terms.term_page(ctx.glossary["pruning"], "en", ctx)
     benchmark = page.split("{#benchmark}")[1].split("\n## ")[0]
     assert "No results yet" in benchmark
     assert not re.search(r"\d", benchmark)
 
 
-def test_api_only_for_implemented_existing_modules(ctx: sitegen.Context) -> None:
-    assert "::: site_fixture_technique" in sitegen.term_page(ctx.glossary["xss-probe"], "en", ctx)
-    planned = sitegen.term_page(ctx.glossary["pruning"], "es", ctx)
+def test_api_only_for_implemented_existing_modules(ctx: context.Context) -> None:
+    assert "::: site_fixture_technique" in terms.term_page(ctx.glossary["xss-probe"], "en", ctx)
+    planned = terms.term_page(ctx.glossary["pruning"], "es", ctx)
     assert ":::" not in planned
     assert "`reference.pruning`" in planned
 
 
-def test_concept_page_has_no_run_or_benchmark(ctx: sitegen.Context) -> None:
-    page = sitegen.term_page(ctx.glossary["ddim"], "en", ctx)
+def test_concept_page_has_no_run_or_benchmark(ctx: context.Context) -> None:
+    page = terms.term_page(ctx.glossary["ddim"], "en", ctx)
     assert "{#run-it}" not in page and "{#benchmark}" not in page and ":::" not in page
 
 
 @pytest.mark.parametrize("lang", LANGS)
-def test_a_z_index_buckets_and_collation(ctx: sitegen.Context, lang: str) -> None:
-    page = sitegen.az_page(lang, ctx)
+def test_a_z_index_buckets_and_collation(ctx: context.Context, lang: str) -> None:
+    page = indexes.az_page(lang, ctx)
     letters = re.findall(r"^## (\S+) \{#", page, re.M)
     assert len(letters) == len(set(letters))
     for section in page.split("\n## ")[1:]:
@@ -234,16 +225,16 @@ def test_a_z_index_buckets_and_collation(ctx: sitegen.Context, lang: str) -> Non
         assert "Ё" not in letters and "Ёмкий DDIM" in page.split("## Е ")[1].split("\n## ")[0]
 
 
-def test_compare_page_lists_results_and_missing_techniques(ctx: sitegen.Context) -> None:
-    page = sitegen.compare_page("ru", ctx)
+def test_compare_page_lists_results_and_missing_techniques(ctx: context.Context) -> None:
+    page = compare.compare_page("ru", ctx)
     row = next(line for line in page.splitlines() if "feature-caching.md" in line)
     assert "1,71×" in row and "2,14×" in row and "[1,62–1,79]" in row
     assert "1 достигнута" in row and "1 не достигнута" in row
     assert "terms/pruning.md" in page.split("\n\n")[-1]
 
 
-def test_category_page_links_its_entries(ctx: sitegen.Context) -> None:
-    page = sitegen.category_page("sampling", "es", ctx)
+def test_category_page_links_its_entries(ctx: context.Context) -> None:
+    page = indexes.category_page("sampling", "es", ctx)
     assert page.startswith("# Muestreo")
     assert "(../terms/feature-caching.md)" in page and "(../terms/ddim.md)" in page
     assert "pruning" not in page
@@ -252,45 +243,45 @@ def test_category_page_links_its_entries(ctx: sitegen.Context) -> None:
 def test_invalid_result_stops_generation_with_the_file_name(tmp_path: Path) -> None:
     bad = tmp_path / "feature-caching.json"
     bad.write_text('{"schema_version": 1', encoding="utf-8")
-    with pytest.raises(sitegen.SiteGenError, match=r"feature-caching\.json"):
-        sitegen.load_results(tmp_path)
+    with pytest.raises(results.SiteGenError, match=r"feature-caching\.json"):
+        results.load_results(tmp_path)
     data = json.loads((RESULTS / "feature-caching.json").read_text(encoding="utf-8"))
     data["figures"] = [{"file": "../../etc/passwd.png", "caption": "speed-and-quality"}]
     bad.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(sitegen.SiteGenError, match="figures"):
-        sitegen.load_results(tmp_path)
+    with pytest.raises(results.SiteGenError, match="figures"):
+        results.load_results(tmp_path)
 
 
 def test_missing_results_directory_means_no_results(tmp_path: Path) -> None:
-    assert sitegen.load_results(tmp_path / "absent").by_slug == {}
+    assert results.load_results(tmp_path / "absent").by_slug == {}
 
 
 def test_results_dir_follows_the_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(sitegen.RESULTS_ENV, str(tmp_path))
-    assert sitegen.results_dir() == tmp_path.resolve()
-    monkeypatch.delenv(sitegen.RESULTS_ENV)
-    assert sitegen.results_dir() == sitegen.DEFAULT_RESULTS_DIR
+    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
+    assert results.results_dir() == tmp_path.resolve()
+    monkeypatch.delenv(results.RESULTS_ENV)
+    assert results.results_dir() == results.DEFAULT_RESULTS_DIR
 
 
 def test_labels_are_visible_to_the_message_extractor() -> None:
     # Babel's Python extractor does not look inside f-strings: a _() there is never translated.
-    source = Path(sitegen.__file__).read_text(encoding="utf-8")
-    assert "{_(" not in source
+    for path in sorted(Path(generate.__file__).parent.glob("*.py")):
+        assert "{_(" not in path.read_text(encoding="utf-8"), path.name
 
 
 @pytest.mark.parametrize("lang", ["es", "ru"])
-def test_generated_headings_are_translated(ctx: sitegen.Context, lang: str) -> None:
+def test_generated_headings_are_translated(ctx: context.Context, lang: str) -> None:
     entry = ctx.glossary["xss-probe"]
-    english = re.findall(r"^#+ (.+) \{#", sitegen.term_page(entry, "en", ctx), re.M)
-    local = re.findall(r"^#+ (.+) \{#", sitegen.term_page(entry, lang, ctx), re.M)
+    english = re.findall(r"^#+ (.+) \{#", terms.term_page(entry, "en", ctx), re.M)
+    local = re.findall(r"^#+ (.+) \{#", terms.term_page(entry, lang, ctx), re.M)
     assert len(english) == len(local) >= 8
     assert [pair for pair in zip(english, local, strict=True) if pair[0] == pair[1]] == []
-    assert "Accuracy note" not in sitegen.term_page(entry, lang, ctx)
+    assert "Accuracy note" not in terms.term_page(entry, lang, ctx)
 
 
-def test_result_without_headline_and_zero_target(ctx: sitegen.Context) -> None:
+def test_result_without_headline_and_zero_target(ctx: context.Context) -> None:
     result = json.loads((RESULTS / "feature-caching.json").read_text(encoding="utf-8"))
     result["headline"] = None
     result["anomalies"] = []
@@ -306,28 +297,24 @@ def test_result_without_headline_and_zero_target(ctx: sitegen.Context) -> None:
         }
     ]
     ctx.results.by_slug["feature-caching"] = result
-    page = sitegen.term_page(ctx.glossary["feature-caching"], "en", ctx)
+    page = terms.term_page(ctx.glossary["feature-caching"], "en", ctx)
     assert "DeepCache N=3 keeps FDD within 0.00× of plain DDIM | 0 | ≤ 0 | ✓ met |" in page
-    compare = sitegen.compare_page("en", ctx)
-    row = next(line for line in compare.splitlines() if "feature-caching.md" in line)
+    table = compare.compare_page("en", ctx)
+    row = next(line for line in table.splitlines() if "feature-caching.md" in line)
     assert row.count("—") == 3
 
 
 def test_downloads_are_built_with_the_site_in_every_language(docs: Path) -> None:
     import jsonschema
 
-    from glossary import sitedownloads
-
-    folder = docs / sitedownloads.DOWNLOADS_DIR
-    assert sorted(p.name for p in folder.iterdir()) == sorted(
-        d.file for d in sitedownloads.DOWNLOADS
-    )
+    folder = docs / downloads.DOWNLOADS_DIR
+    assert sorted(p.name for p in folder.iterdir()) == sorted(d.file for d in downloads.DOWNLOADS)
     schema = json.loads((folder / "glossary.schema.json").read_text(encoding="utf-8"))
     export = json.loads((folder / "glossary.json").read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator(schema).validate(export)
     pages = {lang: (docs / lang / "downloads.md").read_text(encoding="utf-8") for lang in LANGS}
     for page in pages.values():
-        for d in sitedownloads.DOWNLOADS:
+        for d in downloads.DOWNLOADS:
             assert f"(../assets/downloads/{d.file})" in page
     assert pages["es"].startswith("# Descargas") and "KiB" in pages["es"]
     assert pages["ru"].startswith("# Загрузки") and "глоссарий" in pages["ru"]
@@ -337,10 +324,9 @@ def test_downloads_are_built_with_the_site_in_every_language(docs: Path) -> None
 def test_the_json_export_of_the_real_glossary_follows_its_schema() -> None:
     import jsonschema
 
-    from glossary import sitedownloads
     from glossary.export import export_text
 
-    schema = json.loads(sitedownloads.SCHEMA_FILE.read_text(encoding="utf-8"))
+    schema = json.loads(downloads.SCHEMA_FILE.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator(schema).validate(
         json.loads(export_text(load_glossary(), "json"))
     )
