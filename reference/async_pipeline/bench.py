@@ -5,6 +5,24 @@ For every batch size: one process with 2 threads (baseline), the 2-stage pipelin
 synchronously (control) and AsyncDiff-style (technique), and for a stream of two requests the
 sequential single process (baseline) against the requests pipelined through the stages
 (technique). All five are timed interleaved in one :func:`~reference.harness.compare_latency`.
+The benchmark is one command on one machine: it spawns its two stage processes itself
+(:class:`~.runtime.StagePool`) and is refused under ``torchrun``.
+
+The demo runs either way. ``python -m reference.async_pipeline`` spawns the stages and prints the
+sweep; under ``torchrun`` (``RANK`` and ``WORLD_SIZE`` set) the two launched processes are the
+stages (:mod:`~.launch`), rank 0 prints and writes ``async-pipeline-torchrun.{safetensors,json}``
+into ``--out``, and ``--threads`` is the thread count of each rank::
+
+    # one host, two processes
+    torchrun --standalone --nproc-per-node=2 -m reference.async_pipeline --quick --threads 1
+    # two hosts, one process each: run on both, HOST:PORT reachable from both
+    torchrun --nnodes=2 --nproc-per-node=1 --rdzv-id=pipe --rdzv-backend=c10d \\
+        --rdzv-endpoint=HOST:PORT -m reference.async_pipeline --out DIR
+    # fixed roles (static rendezvous): HOST runs --node-rank=0, is rank 0 and writes the output
+    torchrun --nnodes=2 --nproc-per-node=1 --node-rank=0 --master-addr=HOST --master-port=PORT \\
+        -m reference.async_pipeline --out DIR    # --node-rank=1 on the other host
+
+Any other world size than 2 is one error line (exit 2).
 """
 
 from __future__ import annotations
@@ -14,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference.harness.cli import Option, at_least, int_tuple
+from reference.harness.cli import Option, at_least, int_tuple, launched_rank
 from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
@@ -59,6 +77,13 @@ class Config:
                 f"--warmup must be in 0..steps-1 ({self.steps - 1}), got {self.warmup}"
             )
         at_least(self, repeats=1)
+        launched = launched_rank()  # torchrun: one process per stage
+        if launched is not None and launched[1] != 2:
+            from glossary.i18n import ui_lang_from_env
+            from glossary.resulttext import ResultText
+
+            text = ResultText(SLUG, ui_lang_from_env())
+            raise ValueError(text.message("error.world-size", {"world": launched[1]}))
 
 
 FULL = Config()
@@ -72,23 +97,6 @@ OPTIONS = (
 )
 
 
-def _single_process(unet: Any, job: Any, requests: int = 1) -> list[Any]:
-    import torch
-
-    from reference import zoo
-    from reference.harness import model_eps_fn, sample
-
-    from .runtime import job_noise
-
-    out = []
-    with torch.inference_mode():
-        for r in range(requests):
-            noise, labels = job_noise(job, r)
-            scheduler = zoo.teacher_scheduler()
-            out.append(sample(model_eps_fn(unet), scheduler, noise, steps=job.steps, labels=labels))
-    return out
-
-
 def sweep(cfg: Config) -> dict[str, Any]:
     """Time single-process (2 threads) vs 2-stage sync / async / stream for every batch."""
     from tqdm import tqdm
@@ -96,7 +104,7 @@ def sweep(cfg: Config) -> dict[str, Any]:
     from reference import zoo
     from reference.harness import compare_latency, psnr_per_sample
 
-    from .runtime import Job, StagePool
+    from .runtime import Job, StagePool, single_process
     from .stages import balanced_split, unit_names, unit_times_ms
 
     unet = zoo.load_teacher()
@@ -115,14 +123,14 @@ def sweep(cfg: Config) -> dict[str, Any]:
             jobs = {m: Job(n, cfg.steps, mode=m, warmup=cfg.warmup) for m in ("sync", "async")}
             stream = Job(n, cfg.steps, mode="stream", requests=2)
             funcs = {
-                "single": lambda j=jobs["sync"]: _single_process(unet, j),
+                "single": lambda j=jobs["sync"]: single_process(unet, j),
                 "sync": lambda j=jobs["sync"]: pool.run(j),
                 "async": lambda j=jobs["async"]: pool.run(j),
-                "single_x2": lambda j=stream: _single_process(unet, j, requests=2),
+                "single_x2": lambda j=stream: single_process(unet, j),
                 "stream": lambda j=stream: pool.run(j),
             }
             lat = compare_latency(funcs, repeats=cfg.repeats, warmup=1)
-            ref = _single_process(unet, jobs["sync"])[0]
+            ref = single_process(unet, jobs["sync"])[0]
             res_async, res_sync = pool.run(jobs["async"]), pool.run(jobs["sync"])
             compute = res_async.compute_s
             out["per_batch"][n] = {
@@ -254,7 +262,10 @@ def _figure(s: dict[str, Any], path: Path) -> Path:
 
 
 def demo(cfg: Config, out: Path) -> None:
-    """A short sweep: the split, a table per batch size and the speedup figure."""
+    """A short sweep: the split, a table per batch size and the speedup figure; under
+    ``torchrun``, this process is one stage (:mod:`~.launch`) and only rank 0 prints."""
+    if launched_rank() is not None:
+        return _launched_demo(cfg, out)
     s = sweep(cfg)
     split = s["split"]
     print(f"split after unit {split}: stage 1 = {', '.join(s['units'][:split])}")
@@ -270,3 +281,14 @@ def demo(cfg: Config, out: Path) -> None:
             f"{d['limit']:6.2f}"
         )
     print(f"figure: {_figure(s, out / f'{SLUG}-demo.png')}")
+
+
+def _launched_demo(cfg: Config, out: Path) -> None:
+    from glossary.i18n import ui_lang_from_env
+    from glossary.resulttext import ResultText
+
+    from .launch import report, run_ranks, write
+
+    state = run_ranks(cfg)
+    if state is not None:  # rank 0
+        report(*write(cfg, state, out), ResultText(SLUG, ui_lang_from_env()))
