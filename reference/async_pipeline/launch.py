@@ -82,9 +82,9 @@ def run_ranks(cfg: Any) -> dict[str, Any] | None:
                 samples, compute, wall = run_job(rank, unet, split, job)
                 walls.append(wall)
             got = to_rank0(rank, samples, compute, job)
-            if got is not None:
-                runs.append({"job": job, "samples": got[0], "compute_s": [compute, got[1]]})
-                runs[-1]["wall_s"] = statistics.median(walls)
+            if got is not None:  # rank 0: compute seconds of the last repeat, median wall
+                run = {"job": job, "samples": got[0], "compute_s": [compute, got[1]]}
+                runs.append(run | {"wall_s": statistics.median(walls)})
     if rank != 0:
         return None
     return {"unet": unet, "split": split, "units": unit_names(unet), "runs": runs}
