@@ -70,17 +70,18 @@ from .objective import (
 from .search import (
     GridStatus,
     completed_table,
-    fail_orphaned_trials,
     grid_points,
     grid_status,
     open_study,
     run_grid,
     run_worker,
 )
+from .storage import JOURNAL, fail_orphaned_trials, open_storage, storage_kind
 
 __all__ = [
     "DEFAULT_POINT",
     "FULL_SPACE",
+    "JOURNAL",
     "QUICK_SPACE",
     "SAMPLERS",
     "SPACES",
@@ -93,11 +94,13 @@ __all__ = [
     "grid_points",
     "grid_status",
     "model_objective",
+    "open_storage",
     "open_study",
     "pareto_front",
     "run_grid",
     "run_worker",
     "same_point",
+    "storage_kind",
     "toy_objective",
     "train_objective",
 ]

@@ -76,6 +76,13 @@ class Config:
         at_least(self, sleep=0)
         if not self.study.strip():
             raise ValueError("--study must not be empty")
+        if self.storage:
+            from .storage import storage_kind
+
+            try:
+                storage_kind(self.storage)
+            except ValueError as exc:
+                raise ValueError(f"--storage {exc}") from None
 
 
 FULL = Config()
