@@ -60,13 +60,23 @@ def __getattr__(name: str) -> Any:
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with an entry file, with where it is and how to fix it."""
+    """One thing wrong with an entry file, with where it is and how to fix it.
+
+    Its parts hold no control characters or line breaks (they are escaped, ``\\n``), whatever
+    file name, key or value they quote, so that a problem always prints as one line.
+    """
 
     path: str
     line: int
     field: str
     message: str
     hint: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("path", "field", "message", "hint"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, _shown(value))
 
     def __str__(self) -> str:
         text = f"{self.path}:{self.line}: {self.field}: {self.message}"
@@ -196,6 +206,8 @@ def _kind(value: Any) -> str:
 
 def _shown(value: str) -> str:
     """``value`` for a message: control characters escaped, so one problem is one line."""
+    if value.isprintable():
+        return value
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)
 
 
@@ -551,15 +563,15 @@ def _extra_registry(path: str) -> dict[str, str]:
     except OSError as exc:
         raise _registry_file_problem(path, f"cannot read: {exc.strerror}") from None
     except (UnicodeDecodeError, ValueError) as exc:
-        raise _registry_file_problem(path, f"not JSON: {_shown(str(exc))}") from None
+        raise _registry_file_problem(path, f"not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise _registry_file_problem(path, f"expected a JSON object, got {_kind(data)}")
     for slug, package in data.items():
         if not schema.SLUG_RE.fullmatch(slug):
-            raise _registry_file_problem(path, f"{_shown(slug)!r} is not a slug")
+            raise _registry_file_problem(path, f"'{slug}' is not a slug")
         if not isinstance(package, str) or not schema.MODULE_RE.fullmatch(package):
-            shown = _shown(package) if isinstance(package, str) else _kind(package)
-            raise _registry_file_problem(path, f"{slug}: {shown!r} is not a dotted module path")
+            shown = f"'{package}'" if isinstance(package, str) else _kind(package)
+            raise _registry_file_problem(path, f"{slug}: {shown} is not a dotted module path")
     return data
 
 

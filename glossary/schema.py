@@ -61,7 +61,8 @@ ARXIV_OLD_RE = re.compile(
 """Old-style arXiv ids (1991-2007): ``archive[.SC]/YYMMNNN``."""
 DOI_RE = re.compile(r"10\.\d{4,9}/[-._;()/:A-Za-z0-9<>\[\]]+")
 """Crossref's recommended DOI pattern (no spaces, no resolver prefix)."""
-URL_RE = re.compile(r"https?://[^\s/$.?#][^\s]*")
+URL_RE = re.compile(r"https?://[^\s\x00-\x1f\x7f-\x9f/$.?#][^\s\x00-\x1f\x7f-\x9f]*")
+"""An http(s) URL: no whitespace or control characters (RFC 3986 allows neither)."""
 MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 """Patterns are matched in full (``re.fullmatch``): no trailing newline or other extra text."""
 FORBIDDEN_IN_TERMS = (";", "\n", "\r", "\t")

@@ -314,7 +314,7 @@ def test_registry_file_adds_and_replaces_slugs(
         ("[1, 2]", "expected a JSON object, got a list"),
         ('{"Not A Slug": "m"}', "'Not A Slug' is not a slug"),
         ('{"x-probe": "os path"}', "x-probe: 'os path' is not a dotted module path"),
-        ('{"x-probe": 3}', "x-probe: 'a number' is not a dotted module path"),
+        ('{"x-probe": 3}', "x-probe: a number is not a dotted module path"),
         ('{"x-probe": "reference.pruning"}', "package 'reference.pruning' is registered twice"),
     ],
 )

@@ -44,6 +44,12 @@ def test_arxiv_ids_match_in_full_with_a_real_month(
             'url: "https://pytorch.org/docs\\n"',
             "http(s) URL",
         ),
+        (
+            "pruning",
+            "url: https://pytorch.org/docs/stable/nn.html#utilities",
+            'url: "https://pytorch.org/docs\\x1b[0m"',
+            "http(s) URL",
+        ),
     ],
 )
 def test_every_field_pattern_is_matched_in_full(
