@@ -463,6 +463,18 @@ def _read_file(path: Path, display: str) -> tuple[str | None, list[Problem]]:
     return text.removeprefix("\ufeff"), []
 
 
+def _control_character(display: str, text: str, exc: Any) -> Problem:
+    """The problem of a character YAML does not accept (``exc``: a ``yaml.reader.ReaderError``)."""
+    char = exc.character if isinstance(exc.character, int) else 0
+    return Problem(
+        display,
+        text[: exc.position].count("\n") + 1,
+        "file",
+        f"contains the control character U+{char:04X} (offset {exc.position})",
+        "remove it; entries are plain UTF-8 text",
+    )
+
+
 def _parse_file(path: Path) -> tuple[_Parsed | None, list[Problem]]:
     import yaml
 
@@ -488,6 +500,8 @@ def _parse_file(path: Path) -> tuple[_Parsed | None, list[Problem]]:
     except Refused as exc:
         line = exc.mark.line + 1 if exc.mark else 1
         return None, [Problem(display, line, "yaml", exc.message, exc.hint)]
+    except yaml.reader.ReaderError as exc:  # a control character; it has no line mark
+        return None, [_control_character(display, text, exc)]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1

@@ -401,6 +401,15 @@ def test_file_not_utf8(d: Path) -> None:
     )
 
 
+def test_a_control_character_is_one_problem_at_its_line(d: Path) -> None:
+    path = edit(d, "ddim", "category: sampling", "category: samp\x07ling")
+    offset = path.read_text(encoding="utf-8").index("\x07")
+    assert only(d) == (
+        f"{path}:3: file: contains the control character U+0007 (offset {offset}) "
+        "(hint: remove it; entries are plain UTF-8 text)"
+    )
+
+
 @pytest.mark.parametrize(
     ("old", "new", "line", "message"),
     [
