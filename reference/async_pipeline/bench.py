@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference.harness.cli import Option, at_least, int_tuple, launched_rank
+from reference.harness.cli import Option, at_least, int_tuple
 from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
@@ -84,6 +84,22 @@ class Config:
 
             text = ResultText(SLUG, ui_lang_from_env())
             raise ValueError(text.message("error.world-size", {"world": launched[1]}))
+
+
+def launched_rank() -> tuple[int, int] | None:
+    """``(RANK, WORLD_SIZE)`` when a launcher (``torchrun``) started this process, else ``None``
+    (the variables of ``torch.distributed``'s ``env://`` rendezvous); ``ValueError`` when they
+    are set but are not integers. Only the demo uses the ranks: run ``--bench`` without
+    ``torchrun`` (it spawns its own two stage processes)."""
+    import os
+
+    rank, size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if rank is None or size is None:
+        return None
+    try:
+        return int(rank), int(size)
+    except ValueError:
+        raise ValueError(f"RANK={rank!r} and WORLD_SIZE={size!r} must be integers") from None
 
 
 FULL = Config()
