@@ -22,22 +22,49 @@ regions adaptively. The benchmark replays both against the full grid from cached
 
 Running it on many machines
 ---------------------------
-Optuna's ``GridSampler`` with an RDB storage (``--storage sqlite:///study.db``, or any
-SQLAlchemy URL such as ``postgresql://user@host/db``) and ``load_if_exists=True`` lets the same
-command run on any number of machines: each worker asks the storage for a grid point nobody
-has claimed. Killed workers are handled with **heartbeats** (the choice made here): a RUNNING
-trial whose worker stopped sending heartbeats for ``--grace`` seconds is marked FAIL by
+Every worker runs the same command against one shared storage and study name; each asks the
+storage for a grid point nobody has claimed, so machines can join, leave or crash at any time::
+
+    python -m reference.grid_search --study NAME --space full \\
+        --storage postgresql+psycopg://user:pw@host/db
+
+Which storage (``--storage``, checked before any work; :mod:`.storage`):
+
+* **PostgreSQL** (``postgresql+psycopg://user:pw@host/db``, Optuna's ``RDBStorage``): many
+  machines, any number of workers. Row locks make popping a queued trial atomic, and heartbeats
+  find dead workers. The choice for a team (for thousands of nodes Optuna puts a
+  ``GrpcStorageProxy`` in front of one database).
+* **Journal file** (``journal:///PATH``, ``JournalStorage`` on a ``JournalFileBackend``): a shared
+  file system and no database server. Optuna offers it for exactly this case (its tutorial
+  "Easy Parallelization"; the backend's docstring: NFS breaks SQLite's ``fcntl`` locks, so the
+  journal takes its own lock file, ``JournalFileSymlinkLock`` by default, for NFSv2 and later,
+  or ``JournalFileOpenLock`` for NFSv3 and later). It has no heartbeat in Optuna 5.0
+  (optuna/optuna#6615), so here ``--grace`` bounds how long one trial may run (set it above the
+  slowest point); the machines' clocks must agree (NTP); a worker killed while it holds the
+  lock file stalls the others for the lock's 30 s grace period.
+* **SQLite** (``sqlite:///study.db``, the default in the output folder): one machine, one or a
+  few workers. Optuna's ``RDBStorage`` documentation advises against SQLite for parallel
+  optimization: a writer locks the whole file, and a busy study gets "database is locked".
+  Never on a network file system.
+
+Killed workers are handled with **heartbeats** (the choice made here): a RUNNING trial whose
+worker stopped sending heartbeats for ``--grace`` seconds is marked FAIL by
 ``optuna.storages.fail_stale_trials`` and re-queued with its grid point by
 ``RetryHeartbeatStaleTrialCallback``; the worker loop of :mod:`.search` additionally waits
-instead of duplicating a point that another worker is still running. Re-enqueueing failed
-points by hand (``study.enqueue_trial``) is the fallback for trials that failed by exception.
+instead of duplicating a point that another worker is still running, and a trial that finds its
+point already claimed gives up. Each point ends COMPLETE exactly once, tested with three
+workers killed and restarted on each storage, PostgreSQL included.
 
 Pitfalls
 --------
 * FDD is biased by the number of samples: every point uses the same ``n`` and the same noise.
 * Latency of one run on a shared CPU is noisy: the chosen point is re-measured interleaved
-  against the default before any speedup is claimed.
+  against the default before any speedup is claimed; latencies measured on different machines
+  of one study are not comparable (each trial records its ``worker``, ``host:pid``).
 * ``GridSampler`` numbers points after a seeded shuffle: all workers must use the same seed.
+* Several workers that share a ``GridSampler`` can draw the same point at the same instant
+  (optuna/optuna#2039, documented as expected); the claim check of :mod:`.search` gives the
+  later claim up.
 * SQLite over a network file system is not safe for concurrent writers; use a server database
   for many machines.
 
@@ -45,7 +72,8 @@ In production: ``optuna.samplers.GridSampler`` + ``optuna.storages.RDBStorage`` 
 Ray Tune's ``tune.grid_search``, or W&B sweeps ``method: grid``.
 
 Package ``reference/grid_search/``: :mod:`reference.grid_search.search` (the crash-safe worker on
-an RDB storage, :func:`~.search.run_grid`), :mod:`reference.grid_search.objective` (what a grid
+a shared storage, :func:`~.search.run_grid`), :mod:`reference.grid_search.storage` (which storage,
+and how it finds trials whose worker died), :mod:`reference.grid_search.objective` (what a grid
 point costs and how good it is; the training-hyperparameter objective),
 :mod:`reference.grid_search.analysis` (Pareto front, choice rule, grid vs random vs TPE) and
 :mod:`reference.grid_search.bench` (configuration, benchmark, and the worker as the demo). One

@@ -6,10 +6,17 @@ Pareto front, re-measures the chosen point interleaved against the default (DDIM
 matched-cost control (DDIM at the choice's denoiser rows), runs a second study over training
 learning rates, and replays grid vs random vs TPE from the cached grid values.
 
-The demo *is* the distributed worker: run the same command on any number of machines with one
-``--storage`` URL (``postgresql://...``) and ``--study`` name, and they share the grid::
+The demo *is* the distributed worker: run the same command on each of any number of machines
+with one ``--storage`` and ``--study`` name, and they share the grid (each point is stored
+COMPLETE exactly once; the point of a killed worker is re-run by another)::
 
-    python -m reference.grid_search --storage sqlite:///study.db --study s --space full
+    python -m reference.grid_search --study NAME --space full \\
+        --storage postgresql+psycopg://user:pw@host/db
+
+``--storage`` picks where the study lives (see :mod:`.storage` and the package docstring):
+``postgresql+psycopg://...`` for many machines (a database server), ``journal:///PATH`` for a
+shared file system without one (no heartbeat: ``--grace`` must exceed the slowest trial), and
+``sqlite:///study.db`` (the default, in ``--out``) for one machine with one or a few workers.
 """
 
 from __future__ import annotations

@@ -17,18 +17,24 @@ Every worker runs the same command against the same storage (an RDB URL or a jou
 3. if every point is COMPLETE the worker exits; if the remaining points are all RUNNING in other
    workers, it waits (they finish, or go stale and come back as WAITING);
 4. otherwise it runs exactly one trial (``study.optimize(n_trials=1)``): a WAITING retry first,
-   else the ``GridSampler`` picks a point that no trial has claimed.
-   If another worker judged this (live) trial stale meanwhile, its result can no longer be
-   stored: the worker drops it and goes on, and the retry runs the point once more.
+   else the ``GridSampler`` picks a point that no trial has claimed. Before evaluating, the
+   trial checks its claim: if another RUNNING or COMPLETE trial holds the same point, it gives
+   up (PRUNED, with ``duplicate_of``). If another worker judged this live trial stale
+   meanwhile, its result can no longer be stored: the worker drops it and goes on, and the
+   retry evaluates the point.
 
 Why the loop instead of ``study.optimize(n_trials=None)``: at the tail of a study
 ``GridSampler`` deliberately hands out points that are still RUNNING elsewhere ("all grids should
 be evaluated before stopping"), which duplicates work, and a point whose worker was killed
 stays RUNNING (counted as claimed) until someone marks it stale. Checking the grid state before
-every trial gives "each point COMPLETE exactly once" for any number of kills and restarts.
-Remaining race: two workers that ask at the same instant may draw the same free point (the
-sampler picks randomly among free points to make this rare); the duplicate is detected by
-:func:`grid_status` and reported, never hidden.
+every trial keeps that from happening; it does not stop two workers that ask at the same
+instant from drawing the same point, which Optuna documents as expected for a ``GridSampler``
+shared by several workers (optuna/optuna#2039). The claim check closes that gap: a claim
+(RUNNING state and grid point) is stored before it is checked, so of two claims of one point
+the one checked later always sees the other and gives up (both may, and the point is then
+queued again as in step 2). Every point ends COMPLETE exactly once for any number of workers,
+kills and restarts; :func:`grid_status` counts duplicates anyway, so a broken protocol is
+reported, never hidden.
 """
 
 from __future__ import annotations

@@ -23,7 +23,9 @@ Two gaps are closed here by :func:`fail_orphaned_trials`, with the same retry ca
   timeout: set it above the slowest grid point. A live trial that outgrows it is failed and
   retried by another worker (work repeated, never a duplicate COMPLETE: its own result can no
   longer be stored). Its start time is the creating machine's clock, so the machines' clocks
-  must agree (NTP) to well under ``grace``.
+  must agree (NTP) to well under ``grace``. The log is guarded by a lock file
+  (``JournalFileSymlinkLock``, which works on NFS): a worker killed while it holds the lock
+  stalls the others until the lock's grace period (30 s) has passed.
 """
 
 from __future__ import annotations
