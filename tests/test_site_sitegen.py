@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 
 from glossary.collation import sort_key
 from glossary.loader import load_glossary
+from glossary.resulttext import ResultText
 from glossary.schema import CATEGORIES, LANGS
 from glossary.site import (
     compare,
@@ -21,6 +24,8 @@ from glossary.site import (
     generate,
     indexes,
     markdown,
+    plotdata,
+    plots,
     results,
     terms,
     urls,
@@ -225,12 +230,43 @@ def test_a_z_index_buckets_and_collation(ctx: context.Context, lang: str) -> Non
         assert "Ё" not in letters and "Ёмкий DDIM" in page.split("## Е ")[1].split("\n## ")[0]
 
 
+def _compare_row(page: str, slug: str) -> list[str]:
+    row = next(line for line in page.splitlines() if f'href="../terms/{slug}/"' in line)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    return [
+        " ".join(re.sub(r"<br>", " · ", re.sub(r"<(?!br>)[^>]+>", " ", c)).split()) for c in cells
+    ]
+
+
 def test_compare_page_lists_results_and_missing_techniques(ctx: context.Context) -> None:
     page = compare.compare_page("ru", ctx)
-    row = next(line for line in page.splitlines() if "feature-caching.md" in line)
-    assert "1,71×" in row and "2,14×" in row and "[1,62–1,79]" in row
-    assert "1 достигнута" in row and "1 не достигнута" in row
+    cells = _compare_row(page, "feature-caching")
+    assert cells[2] == "1,71× · [1,62–1,79]" and cells[3] == "2,14× · аналитическая граница"
+    assert cells[4] == "1,08" and cells[5] == "1 достигнута · 1 не достигнута"
+    assert "контроль измерен" in cells[6]  # a control row, but no aim compares with it
     assert "terms/pruning.md" in page.split("\n\n")[-1]
+
+
+def test_compare_table_has_its_columns_and_sort_keys(ctx: context.Context) -> None:
+    page = compare.compare_page("es", ctx)
+    head = re.search(r"<thead>(.*?)</thead>", page).group(1)
+    columns = re.findall(r'<th scope="col" data-sort-type="(\w+)"[^>]*>([^<]+)</th>', head)
+    assert [label for _kind, label in columns] == [
+        "Técnica",
+        "Categoría",
+        "Aceleración [intervalo del 95 %]",
+        "Límite",
+        "Cociente de calidad",
+        "Objetivos",
+        "Supera a su control de coste igualado",
+        "Aviso",
+    ]
+    assert [kind for kind, _label in columns] == ["text", "text"] + ["number"] * 6
+    assert head.count('aria-sort="ascending"') == 1  # the initial order: by technique
+    row = next(line for line in page.splitlines() if 'href="../terms/feature-caching/"' in line)
+    sort_keys = re.findall(r'<td data-sort="([^"]*)"', row)
+    assert sort_keys[:5] == ["Caché de Características", "Muestreo", "1.71", "2.14", "1.08"]
+    assert "<table data-sortable>" in page and "Cómo leerla" in page
 
 
 def test_category_page_links_its_entries(ctx: context.Context) -> None:
@@ -299,9 +335,8 @@ def test_result_without_headline_and_zero_target(ctx: context.Context) -> None:
     ctx.results.by_slug["feature-caching"] = result
     page = terms.term_page(ctx.glossary["feature-caching"], "en", ctx)
     assert "DeepCache N=3 keeps FDD within 0.00× of plain DDIM | 0 | ≤ 0 | ✓ met |" in page
-    table = compare.compare_page("en", ctx)
-    row = next(line for line in table.splitlines() if "feature-caching.md" in line)
-    assert row.count("—") == 3
+    cells = _compare_row(compare.compare_page("en", ctx), "feature-caching")
+    assert cells[2:5] == ["—", "—", "—"] and cells[5] == "1 met" and cells[7] == "—"
 
 
 def test_downloads_are_built_with_the_site_in_every_language(docs: Path) -> None:
@@ -330,3 +365,144 @@ def test_the_json_export_of_the_real_glossary_follows_its_schema() -> None:
     jsonschema.Draft202012Validator(schema).validate(
         json.loads(export_text(load_glossary(), "json"))
     )
+
+
+# ------------------------------------------------------------------------ compare verdicts
+
+
+def _result(rows: list[tuple[str, str]], aims: list[tuple[str, str]]) -> dict[str, Any]:
+    """A result reduced to what the verdicts read: rows (id, role) and aims (id, state)."""
+    fixture = json.loads((RESULTS / "feature-caching.json").read_text(encoding="utf-8"))
+    fixture["rows"] = [
+        {"id": i, "role": r, "config": {"method": "x"}, "values": {}} for i, r in rows
+    ]
+    fixture["aims"] = [{"id": i, "state": s} for i, s in aims]
+    return fixture
+
+
+@pytest.mark.parametrize(
+    ("aims", "verdict"),
+    [
+        ([("beats-control", "met")], "yes"),
+        ([("beats-scratch", "missed")], "no"),
+        ([("beats-same-nfe", "inconclusive")], "inconclusive"),
+        ([("beats-control", "met"), ("beats-control-quality", "missed")], "inconclusive"),
+        ([("speedup", "met"), ("quality", "missed")], "unjudged"),
+    ],
+)
+def test_beats_control_follows_the_aims_against_a_control_row(
+    aims: list[tuple[str, str]], verdict: str
+) -> None:
+    rows = [("base", "baseline"), ("fast", "technique"), ("cheap", "control")]
+    assert compare.beats_control(_result(rows, aims)) == verdict
+
+
+def test_beats_control_says_no_control_when_none_was_measured() -> None:
+    rows = [("base", "baseline"), ("fast", "technique"), ("other", "reference")]
+    assert compare.beats_control(_result(rows, [("beats-control", "met")])) == "none"
+
+
+def test_flags_tell_an_anomaly_from_a_speedup_above_an_estimate() -> None:
+    result = json.loads((RESULTS / "feature-caching.json").read_text(encoding="utf-8"))
+    assert compare.flag(result) is None  # 1.71 under its bound of 2.14
+    result["anomalies"] = [{"id": "speedup-above-limit", "params": {}}]
+    assert compare.flag(result) == "anomaly"
+    result["anomalies"] = []
+    result["headline"] |= {"speedup_limit": 1.5, "limit_kind": "estimate"}
+    assert compare.flag(result) == "above-estimate"
+
+
+# ---------------------------------------------------------------------------------- charts
+
+
+@pytest.fixture(scope="module")
+def fixture_result() -> dict[str, Any]:
+    return json.loads((RESULTS / "feature-caching.json").read_text(encoding="utf-8"))
+
+
+def test_chart_points_are_ratios_to_the_baseline(fixture_result: dict[str, Any]) -> None:
+    points = plotdata.row_points(fixture_result, {"base": "B", "dc3": "T", "ddim19": "C"})
+    by_key = {p.key: p for p in points}
+    assert by_key["base"].quality == 1.0 and by_key["dc3"].headline
+    assert by_key["dc3"].quality == pytest.approx(3.467 / 3.21)
+    assert by_key["dc3"].speedup_interval == (1.62, 1.79)
+    assert by_key["ddim19"].quality_interval is None  # not measured: not drawn
+    assert plotdata.chart_kind(points) == "scatter"
+    assert plotdata.result_limit(fixture_result) == plotdata.Limit(2.14, "bound")
+
+
+@pytest.mark.parametrize(
+    ("lang", "axis", "other", "tick"),
+    [
+        ("es", "Aceleración sobre la referencia base (×)", "Speedup over the baseline", "1,5×"),
+        ("ru", "Ускорение относительно базовой линии (×)", "Speedup over the baseline", "1,5×"),
+        ("en", "Speedup over the baseline (×)", "Aceleración", "1.5×"),
+    ],
+)
+def test_chart_speaks_the_page_language(
+    fixture_result: dict[str, Any], lang: str, axis: str, other: str, tick: str
+) -> None:
+    chart = plots.result_chart(fixture_result, lang)
+    assert chart is not None
+    svg = chart.rendered().svg.decode("utf-8")
+    texts = [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+    words = " ".join(texts)
+    assert axis in texts and other not in words
+    assert tick in texts
+    assert ResultText("feature-caching", lang).role("control") in texts  # the legend
+    assert chart.caption.startswith(
+        ResultText("results", lang).message("plot.caption-scatter", {"metric": "", "better": ""})[
+            :12
+        ]
+    )
+    assert ("2.14" if lang == "en" else "2,14") in chart.caption
+
+
+def test_chart_is_deterministic_and_reused_when_unchanged(fixture_result: dict[str, Any]) -> None:
+    chart = plots.result_chart(fixture_result, "es")
+    assert chart is not None
+    first, second = chart.rendered().svg, chart.rendered().svg
+    assert first == second
+    assert b"<dc:date>" not in first and first.startswith(b"<?xml")
+    assert chart.rendered(first).svg is first  # the same inputs: not drawn again
+    changed = json.loads(json.dumps(fixture_result))
+    changed["rows"][1]["values"]["speedup"] = 1.75
+    other = plots.result_chart(changed, "es")
+    assert other is not None and other.key != chart.key
+    assert other.rendered(first).svg != first
+
+
+def test_generated_pages_embed_a_chart_per_language(docs: Path) -> None:
+    for lang in LANGS:
+        folder = docs / "assets" / "results" / lang
+        assert sorted(p.name for p in folder.iterdir()) == [
+            "compare-quality.svg",
+            "compare-speedup.svg",
+            "feature-caching.svg",
+        ]
+        page = (docs / lang / "terms" / "feature-caching.md").read_text(encoding="utf-8")
+        prefix = "../../" if lang == "en" else "../../../"
+        src = f'src="{prefix}assets/results/{lang}/feature-caching.svg"'
+        figure = page.split('<figure class="gl-figure">')[1].split("</figure>")[0]
+        assert src in figure and 'width="' in figure and "<figcaption>" in figure
+        alt = re.search(r'alt="([^"]+)"', figure).group(1)
+        assert (
+            str(ResultText("results", lang).message("plot.alt-scatter", {"n": 3, "metric": ""}))[
+                :10
+            ]
+            in alt
+        )
+        compare_page = (docs / lang / "compare.md").read_text(encoding="utf-8")
+        assert f"assets/results/{lang}/compare-quality.svg" in compare_page
+        assert f"assets/results/{lang}/compare-speedup.svg" in compare_page
+
+
+def test_committed_figures_get_their_caption_and_a_descriptive_alt(docs: Path) -> None:
+    page = (docs / "ru" / "terms" / "feature-caching.md").read_text(encoding="utf-8")
+    figure = page.split('src="../../../assets/results/feature-caching.png"')[0].rsplit(
+        "<figure", 1
+    )[1]
+    text = ResultText("feature-caching", "ru")
+    assert f'alt="{text.message("site.alt-chart")}"' in figure
+    caption = page.split('feature-caching.png"')[1].split("</figcaption>")[0]
+    assert text.caption({"caption": "speed-and-quality"})[:30] in html.unescape(caption)

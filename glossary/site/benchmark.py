@@ -132,16 +132,6 @@ def legend(text: ResultText) -> list[str]:
     ]
 
 
-def figures(result: dict[str, Any], text: ResultText, figures_dir: str) -> list[str]:
-    """The committed figures of the result, each with its caption."""
-    lines = []
-    for fig in result["figures"]:
-        caption = text.caption(fig)
-        lines += [f"![{escape_text(caption)}](../../{figures_dir}/{fig['file']})", ""]
-        lines += [f"*{escape_markdown(caption)}*", ""]
-    return lines
-
-
 def provenance(result: dict[str, Any], text: ResultText, lang: str) -> list[str]:
     """Commit, versions, machine, load and date of the run, and its settings."""
     prov = result["provenance"]
@@ -167,9 +157,10 @@ def provenance(result: dict[str, Any], text: ResultText, lang: str) -> list[str]
 
 
 def benchmark_section(
-    slug: str, result: dict[str, Any] | None, lang: str, figures_dir: str, command: str
+    slug: str, result: dict[str, Any] | None, lang: str, command: str, shown: list[str]
 ) -> list[str]:
-    """The page's benchmark section, or a plain statement that nothing was measured."""
+    """The page's benchmark section, or a plain statement that nothing was measured; ``shown``
+    are the figure blocks (:mod:`glossary.site.figures`) of its result."""
     text = ResultText(slug, lang)
     lines = [heading(2, text.message("site.benchmark"), "benchmark"), ""]
     if result is None:
@@ -185,7 +176,6 @@ def benchmark_section(
     if result["notes"]:
         lines += [heading(3, text.message("site.notes"), "notes"), ""]
         lines += [f"- {escape_markdown(text.note(n))}" for n in result["notes"]] + [""]
-    shown = figures(result, text, figures_dir)
     if shown:
         lines += [heading(3, text.message("site.figures"), "figures"), "", *shown]
     lines += provenance(result, text, lang)

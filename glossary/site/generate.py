@@ -8,7 +8,9 @@ everything else is written here, once per language of :data:`glossary.schema.LAN
 * ``<lang>/index-a-z.md``: every term and alias, bucketed and sorted by the language's collation;
 * ``<lang>/compare.md``: the headline figures of every technique that has results;
 * ``<lang>/downloads.md`` and ``assets/downloads/``: the exports of the glossary;
-* ``assets/results/<figure>``: the figures named by the result files.
+* ``assets/results/<figure>``: the figures named by the result files;
+* ``assets/results/<lang>/<slug>.svg`` and ``compare-*.svg``: the charts drawn from the results
+  (:mod:`glossary.site.plots`), one per language.
 
 The generator writes real files, and only those whose content changed
 (:mod:`glossary.site.writing`). :mod:`glossary.mkdocs_hooks` calls :func:`generate` from MkDocs'
@@ -27,9 +29,12 @@ from glossary.schema import CATEGORIES, LANGS
 from glossary.site import downloads
 from glossary.site.compare import compare_page
 from glossary.site.context import Context
+from glossary.site.figures import chart_path
 from glossary.site.indexes import az_page, categories_index, category_page
+from glossary.site.plots import Chart
 from glossary.site.results import FIGURES_DIR, load_results, results_dir
 from glossary.site.terms import term_page
+from glossary.site.urls import sorted_entries
 from glossary.site.writing import Report, remove_stale
 
 ENTRIES_ENV = "GLOSSARY_ENTRIES_DIR"
@@ -66,6 +71,51 @@ def copy_figures(ctx: Context, docs_dir: Path, report: Report) -> set[Path]:
             report.write(target, source.read_bytes())
             kept.add(target)
     return kept
+
+
+def _charts(ctx: Context) -> dict[tuple[str, str], list[Chart]]:
+    from glossary.site.compareplots import compare_charts
+    from glossary.site.plotdata import headline_point
+    from glossary.site.plots import result_chart
+
+    charts: dict[tuple[str, str], list[Chart]] = {}
+    for slug, result in sorted(ctx.results.by_slug.items()):
+        for lang in LANGS:
+            chart = result_chart(result, lang)
+            if chart is not None:
+                charts[(f"terms/{slug}", lang)] = [chart]
+    for lang in LANGS:
+        points = []
+        for entry in sorted_entries(ctx.glossary.techniques(), lang):
+            result = ctx.results.by_slug.get(entry.slug)
+            point = headline_point(result, entry.term(lang)) if result else None
+            points += [point] if point else []
+        charts[("compare", lang)] = compare_charts(points, lang)
+    return charts
+
+
+def draw_charts(ctx: Context, docs_dir: Path) -> None:
+    """Put the chart of every result and the comparison charts, in every language, into
+    ``ctx.charts``; a chart whose SVG in ``docs_dir`` was drawn from the same inputs is reused,
+    the others are drawn."""
+    for page, charts in _charts(ctx).items():
+        done = []
+        for chart in charts:
+            path = docs_dir / chart_path(chart, page[1])
+            done.append(chart.rendered(path.read_bytes() if path.is_file() else None))
+        ctx.charts[page] = done
+
+
+def write_charts(ctx: Context, docs_dir: Path, report: Report) -> None:
+    """Write the charts (only those that changed); remove the charts no longer drawn."""
+    kept: set[Path] = set()
+    for (_page, lang), charts in sorted(ctx.charts.items()):
+        for chart in charts:
+            path = docs_dir / chart_path(chart, lang)
+            report.write(path, chart.svg)
+            kept.add(path)
+    for lang in LANGS:
+        remove_stale(docs_dir / FIGURES_DIR / lang, kept, report)
 
 
 def _context(entries_dir: Path | None, results: Path | None, use_directory_urls: bool) -> Context:
@@ -105,6 +155,8 @@ def generate(
     ctx = _context(entries_dir, results, use_directory_urls)
     report = Report()
     _unknown_results(ctx, report)
+    draw_charts(ctx, docs_dir)
+    write_charts(ctx, docs_dir, report)
     sizes, offered = downloads.write(ctx.glossary, docs_dir, report.write)
     wanted = {docs_dir / rel: text for rel, text in pages(ctx).items()}
     for lang in LANGS:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 from glossary.model import Entry, Source
+from glossary.resulttext import ResultText
 from glossary.schema import CATEGORIES, LANGS
 from glossary.site.benchmark import benchmark_section
 from glossary.site.context import Context
+from glossary.site.figures import asset_href, chart_figure, chart_path, committed_figures
 from glossary.site.formatting import Translate, translator
 from glossary.site.markdown import (
     admonition,
@@ -128,6 +130,23 @@ def _text_sections(entry: Entry, lang: str, _: Translate) -> list[str]:
     return [*lines, ""]
 
 
+def result_figures(entry: Entry, lang: str, ctx: Context) -> list[str]:
+    """The drawn chart of the entry's result, then the figures the benchmark committed."""
+    result = ctx.results.by_slug.get(entry.slug)
+    if result is None:
+        return []
+    page = f"terms/{entry.slug}"
+
+    def href(asset: str) -> str:
+        return asset_href(page, lang, asset, ctx.use_directory_urls)
+
+    lines = []
+    for chart in ctx.charts.get((page, lang), []):
+        lines += chart_figure(chart, href(chart_path(chart, lang)))
+    files = {f["file"]: href(f"{FIGURES_DIR}/{f['file']}") for f in result["figures"]}
+    return lines + committed_figures(result, ResultText(entry.slug, lang), files)
+
+
 def _measured(entry: Entry, lang: str, ctx: Context, _: Translate) -> list[str]:
     if entry.reference is None:
         return []
@@ -135,8 +154,8 @@ def _measured(entry: Entry, lang: str, ctx: Context, _: Translate) -> list[str]:
         entry.slug,
         ctx.results.by_slug.get(entry.slug),
         lang,
-        FIGURES_DIR,
         f".venv/bin/glossary bench {entry.slug}",
+        result_figures(entry, lang, ctx),
     )
     return [*run_it(entry, _), *section]
 
