@@ -163,12 +163,19 @@ REFERENCE_FIELDS: tuple[Field, ...] = (
         "module",
         "str",
         True,
-        "Import path of the implementation, e.g. reference.pruning.",
+        "Import path of the implementation: the package reference/registry.py registers for "
+        "this slug, e.g. reference.pruning.",
         pattern=MODULE_RE.pattern,
         invalid="'{value}' is not a dotted module path",
         hint="e.g. reference.pruning",
     ),
-    Field("status", "str", True, "implemented requires the module to exist.", choices=STATUSES),
+    Field(
+        "status",
+        "str",
+        True,
+        "implemented requires the registered module to exist.",
+        choices=STATUSES,
+    ),
 )
 
 LIBRARY_FIELDS: tuple[Field, ...] = (
