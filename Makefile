@@ -15,7 +15,7 @@ export OMP_NUM_THREADS ?= 2
 # active wait made torch 10-50x slower whenever another process was busy.
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup browser catalogs site serve test lint format bench zoo clean
+.PHONY: setup browser axe postgres catalogs site serve test lint format bench zoo clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,23 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "browser tests need Debian's chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+
+# axe-core for the accessibility tests, by name from the npm registry (Debian's npm if missing).
+AXE := .cache/axe/node_modules/axe-core/axe.min.js
+axe: $(AXE)
+
+$(AXE):
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq npm >/dev/null; \
+	  else echo "accessibility tests need npm: sudo apt-get install -y npm" >&2; exit 1; fi; }
+	npm install --silent --no-save --no-audit --no-fund --prefix .cache/axe axe-core@4
+
+# Debian's PostgreSQL server binaries for the grid search's multi-machine storage test (the test
+# starts its own throw-away server, as the package's postgres user, in a temporary folder).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; \
+	  else echo "grid-search tests need Debian's postgresql: sudo apt-get install -y postgresql" >&2; exit 1; fi; }
 
 catalogs: setup
 	$(PY) scripts/i18n.py compile
@@ -49,7 +66,7 @@ format: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: setup browser catalogs lint
+test: setup browser axe postgres catalogs lint
 	$(VENV)/bin/glossary validate
 	$(VENV)/bin/glossary bench --check
 	$(PY) -m pytest -n 2 --dist loadgroup

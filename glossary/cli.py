@@ -302,11 +302,8 @@ def cmd_lookup(args: argparse.Namespace) -> int:
     best = decision.best
     if best is not None:
         ref = best.entry.reference
-        if ref and ref.implemented:
-            from .loader import module_exists
-
-            if not module_exists(ref.module):
-                load(args)  # a module vanished since the index was compiled: report it
+        if ref and ref.implemented and not runnable(best.entry.slug, ref.module):
+            load(args)  # the module vanished or left the registry since the index was compiled
     if args.json:
         out(safe_json(lookup_json(query, found, decision, args)))
         return 0 if best is not None else 1
@@ -528,10 +525,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 # --- run, bench -------------------------------------------------------------------------------
 
 
+def runnable(slug: str, module: str) -> bool:
+    """Whether ``module`` is the registered package of ``slug`` and exists."""
+    from .loader import module_exists, registered
+
+    try:
+        return registered(slug, module) and module_exists(module)
+    except GlossaryError:  # an unreadable $GLOSSARY_REGISTRY; loading reports it
+        return False
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import runpy
 
-    from .loader import module_exists
+    from .loader import module_exists, registered
 
     g = load(args)
     entry = find(g, args.technique, None)
@@ -546,6 +553,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             _(
                 "%(slug)s: implementation planned (%(module)s); "
                 "the entry's status is not implemented yet"
+            )
+            % {"slug": entry.slug, "module": ref.module}
+        )
+    if not registered(entry.slug, ref.module):
+        raise CliError(
+            _(
+                "%(slug)s: %(module)s is not the package registered for it in "
+                "reference/registry.py; glossary run only runs registered techniques"
             )
             % {"slug": entry.slug, "module": ref.module}
         )

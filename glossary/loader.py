@@ -9,15 +9,30 @@ The rules come from :mod:`glossary.schema`. Files are parsed by :class:`PlainLoa
 can expand a small file into a huge document), and that remembers the line of every key so that
 problems point at the right line. Checks that span files follow: unique slugs, unique terms and
 aliases per language (compared with :func:`glossary.normalize.normalize`), existing related
-slugs, and existing reference modules for implemented techniques. A module is looked up with
-``importlib.util.find_spec``, which imports only its parent package (``reference`` is light), so
-validating never imports torch.
+slugs, and the reference module of each technique (below).
+
+**The technique registry.** An implemented technique's ``reference.module`` must be the package
+that the project's technique registry, ``reference/registry.py``, lists for the entry's slug; a
+planned one may name any module, but not the package of another registered slug, and a
+registered slug must name its own package (so ``module: os`` is refused, and ``glossary run``
+only ever runs registered code). :func:`technique_registry` reads the registry (``slug ->
+package``): ``reference.registry`` imports only the standard library and is imported on first
+use, so validating and looking up never import torch, numpy or diffusers. The module must also
+exist, which is checked with ``importlib.util.find_spec`` (it imports only the parent packages).
+
+Tests whose fixture entries name fixture modules add to the registry through the environment
+variable ``GLOSSARY_REGISTRY`` (:data:`REGISTRY_ENV`): the path of a JSON object ``{"slug":
+"package", ...}`` merged over the project's registry (a slug listed there replaces the
+project's). It is read on every load, and a cached glossary is keyed by the merged registry.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +42,8 @@ from .model import Entry, Glossary, LangText, Library, Reference, Source
 from .normalize import normalize
 
 ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
+REGISTRY_ENV = "GLOSSARY_REGISTRY"
+REGISTRY_FILE = "reference/registry.py"
 
 PathKey = tuple[str | int, ...]
 
@@ -43,13 +60,23 @@ def __getattr__(name: str) -> Any:
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with an entry file, with where it is and how to fix it."""
+    """One thing wrong with an entry file, with where it is and how to fix it.
+
+    Its parts hold no control characters or line breaks (they are escaped, ``\\n``), whatever
+    file name, key or value they quote, so that a problem always prints as one line.
+    """
 
     path: str
     line: int
     field: str
     message: str
     hint: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("path", "field", "message", "hint"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, _shown(value))
 
     def __str__(self) -> str:
         text = f"{self.path}:{self.line}: {self.field}: {self.message}"
@@ -179,6 +206,8 @@ def _kind(value: Any) -> str:
 
 def _shown(value: str) -> str:
     """``value`` for a message: control characters escaped, so one problem is one line."""
+    if value.isprintable():
+        return value
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)
 
 
@@ -434,6 +463,18 @@ def _read_file(path: Path, display: str) -> tuple[str | None, list[Problem]]:
     return text.removeprefix("\ufeff"), []
 
 
+def _control_character(display: str, text: str, exc: Any) -> Problem:
+    """The problem of a character YAML does not accept (``exc``: a ``yaml.reader.ReaderError``)."""
+    char = exc.character if isinstance(exc.character, int) else 0
+    return Problem(
+        display,
+        text[: exc.position].count("\n") + 1,
+        "file",
+        f"contains the control character U+{char:04X} (offset {exc.position})",
+        "remove it; entries are plain UTF-8 text",
+    )
+
+
 def _parse_file(path: Path) -> tuple[_Parsed | None, list[Problem]]:
     import yaml
 
@@ -459,6 +500,8 @@ def _parse_file(path: Path) -> tuple[_Parsed | None, list[Problem]]:
     except Refused as exc:
         line = exc.mark.line + 1 if exc.mark else 1
         return None, [Problem(display, line, "yaml", exc.message, exc.hint)]
+    except yaml.reader.ReaderError as exc:  # a control character; it has no line mark
+        return None, [_control_character(display, text, exc)]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -504,8 +547,120 @@ def module_exists(module: str) -> bool:
     return True
 
 
-def _check_across(files: list[_Parsed], stems: set[str]) -> list[Problem]:
-    """Rules across files; ``stems`` names every entry file, parsed or not."""
+def _project_registry() -> dict[str, str]:
+    """``slug -> package`` of ``reference/registry.py`` (empty when ``reference`` is absent)."""
+    try:
+        from reference import registry
+    except ImportError:
+        return {}
+    return {t.slug: t.package for t in registry.TECHNIQUES}
+
+
+def _registry_file_problem(path: str, message: str) -> GlossaryError:
+    return GlossaryError(
+        [
+            Problem(
+                path,
+                1,
+                "registry",
+                message,
+                f'a JSON object {{"slug": "package"}} ({REGISTRY_ENV})',
+            )
+        ]
+    )
+
+
+def _extra_registry(path: str) -> dict[str, str]:
+    """The JSON object ``{slug: package}`` of the file ``path`` (see :data:`REGISTRY_ENV`)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise _registry_file_problem(path, f"cannot read: {exc.strerror}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _registry_file_problem(path, f"not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise _registry_file_problem(path, f"expected a JSON object, got {_kind(data)}")
+    for slug, package in data.items():
+        if not schema.SLUG_RE.fullmatch(slug):
+            raise _registry_file_problem(path, f"'{slug}' is not a slug")
+        if not isinstance(package, str) or not schema.MODULE_RE.fullmatch(package):
+            shown = f"'{package}'" if isinstance(package, str) else _kind(package)
+            raise _registry_file_problem(path, f"{slug}: {shown} is not a dotted module path")
+    return data
+
+
+def technique_registry() -> dict[str, str]:
+    """``slug -> package`` of every registered technique.
+
+    The project's ``reference/registry.py``, with the file named by ``$GLOSSARY_REGISTRY``
+    merged over it. Raises :class:`GlossaryError` (one problem naming that file) when the file
+    is unreadable, is not a JSON object of slugs and module paths, or registers one package
+    under two slugs.
+    """
+    registry = _project_registry()
+    extra = os.environ.get(REGISTRY_ENV)
+    if extra:
+        registry |= _extra_registry(extra)
+        packages = list(registry.values())
+        twice = sorted({p for p in packages if packages.count(p) > 1})
+        if twice:
+            raise _registry_file_problem(extra, f"package '{twice[0]}' is registered twice")
+    return registry
+
+
+def registered(slug: str, module: str, registry: Mapping[str, str] | None = None) -> bool:
+    """Whether ``module`` is the package that the technique registry lists for ``slug``."""
+    return (technique_registry() if registry is None else registry).get(slug) == module
+
+
+def _registry_problem(
+    slug: str, module: str, implemented: bool, registry: Mapping[str, str]
+) -> tuple[str, str] | None:
+    """Why an entry's ``reference.module`` disagrees with the registry: (message, hint)."""
+    own = registry.get(slug)
+    if own == module:
+        return None
+    fix = f"set module: {own}" if own else None
+    owner = next((other for other, package in registry.items() if package == module), None)
+    if owner is not None:
+        message = f"'{module}' is the registered package of '{owner}', not of '{slug}'"
+        return message, fix or "name this technique's own package"
+    if implemented:
+        message = f"'{module}' is not a registered technique package ({REGISTRY_FILE})"
+        return message, fix or "register it or set status: planned"
+    if own is not None:
+        message = f"technique '{slug}' is registered with the package '{own}' ({REGISTRY_FILE})"
+        return message, f"set module: {own}"
+    return None
+
+
+def _check_module(p: _Parsed, registry: Mapping[str, str], add: Any) -> None:
+    """The technique's ``reference.module`` against the registry, then on disk."""
+    ref = p.data.get("reference")
+    if not isinstance(ref, dict) or p.data.get("kind") != "technique":
+        return
+    module = ref.get("module")
+    if not (_ok(module) and schema.MODULE_RE.fullmatch(module)):
+        return  # reported by the field's pattern
+    slug = p.data.get("slug") if _ok(p.data.get("slug")) else p.path.stem
+    implemented = ref.get("status") == "implemented"
+    found = _registry_problem(slug, module, implemented, registry)
+    if found is not None:
+        add(p, ("reference", "module"), *found)
+    elif implemented and not module_exists(module):
+        add(
+            p,
+            ("reference", "module"),
+            f"module '{module}' does not exist but status is implemented",
+            "write the module or set status: planned",
+        )
+
+
+def _check_across(
+    files: list[_Parsed], stems: set[str], registry: Mapping[str, str]
+) -> list[Problem]:
+    """Rules across files; ``stems`` names every entry file, parsed or not; ``registry`` maps
+    slugs to packages (:func:`technique_registry`)."""
     problems: list[Problem] = []
 
     def add(p: _Parsed, path: PathKey, message: str, hint: str | None = None) -> None:
@@ -540,16 +695,7 @@ def _check_across(files: list[_Parsed], stems: set[str]) -> list[Problem]:
                     f"related slug '{item}' does not exist",
                     f"did you mean '{close[0]}'?" if close else "add that entry first",
                 )
-        ref = p.data.get("reference")
-        if isinstance(ref, dict) and ref.get("status") == "implemented":
-            module = ref.get("module")
-            if _ok(module) and schema.MODULE_RE.fullmatch(module) and not module_exists(module):
-                add(
-                    p,
-                    ("reference", "module"),
-                    f"module '{module}' does not exist but status is implemented",
-                    "write the module or set status: planned",
-                )
+        _check_module(p, registry, add)
         _collect_names(p, names, add)
     from .links import check as check_links
 
@@ -648,7 +794,7 @@ def _load(directory: Path | None, style: bool = False) -> tuple[Glossary | None,
                 "pass the folder that holds the entry files",
             )
         ]
-    problems: list[Problem] = []
+    registry, problems = _registry_or_problems()
     parsed: list[_Parsed] = []
     if not entry_files(directory):
         return None, [
@@ -680,7 +826,7 @@ def _load(directory: Path | None, style: bool = False) -> tuple[Glossary | None,
         problems += found
         if p is not None:
             parsed.append(p)
-    problems += _check_across(parsed, {p.stem for p in entry_files(directory)})
+    problems += _check_across(parsed, {p.stem for p in entry_files(directory)}, registry)
     if style:  # the house style (glossary/style/*.yaml); only validate pays for it
         from . import style as house_style
 
@@ -688,6 +834,14 @@ def _load(directory: Path | None, style: bool = False) -> tuple[Glossary | None,
     if problems:
         return None, problems
     return Glossary({p.data["slug"]: _build(p) for p in parsed}), []
+
+
+def _registry_or_problems() -> tuple[dict[str, str], list[Problem]]:
+    """The registry to validate with, and the problem of ``$GLOSSARY_REGISTRY`` if any."""
+    try:
+        return technique_registry(), []
+    except GlossaryError as exc:
+        return _project_registry(), exc.problems
 
 
 def validate(directory: Path | None = None) -> list[Problem]:
@@ -699,15 +853,16 @@ def validate(directory: Path | None = None) -> list[Problem]:
     return _load(directory, style=True)[1]
 
 
-def _fingerprint(directory: Path, files: list[Path]) -> list[Any]:
-    """What a cached glossary depends on: entry bytes and the code that validated them."""
+def _fingerprint(directory: Path, files: list[Path], registry: Mapping[str, str]) -> list[Any]:
+    """What a cached glossary depends on: entry bytes, the code that validated them and the
+    technique registry."""
     code = Path(__file__).resolve().parent
     stamp = [
         [f.name, f.stat().st_size, f.stat().st_mtime_ns]
         for f in (code / "loader.py", code / "schema.py", code / "plainyaml.py")
     ]
     digests = [[f.name, f.stat().st_mtime_ns, zlib.crc32(f.read_bytes())] for f in files]
-    return [str(directory.resolve()), stamp, digests]
+    return [str(directory.resolve()), stamp, digests, dict(registry)]
 
 
 def _from_cache(directory: Path, key: list[Any], name: str) -> Glossary | None:
@@ -730,15 +885,17 @@ def load_glossary(directory: Path | None = None) -> Glossary:
     """Load and validate the entries of ``directory`` (default: the package's entries).
 
     Raises :class:`GlossaryError` listing every problem if anything is wrong. A valid glossary
-    is cached (:mod:`glossary.cache`), keyed by the mtime and CRC-32 of every entry file, so
-    the next load skips YAML parsing; ``validate`` never uses the cache.
+    is cached (:mod:`glossary.cache`), keyed by the mtime and CRC-32 of every entry file and by
+    the technique registry, so the next load skips YAML parsing; ``validate`` never uses the
+    cache.
     """
     directory = Path(directory) if directory is not None else ENTRIES_DIR
     key: list[Any] | None = None
     name = ""
-    if cache.enabled() and directory.is_dir():
+    registry, registry_problems = _registry_or_problems()
+    if cache.enabled() and directory.is_dir() and not registry_problems:
         try:
-            key = _fingerprint(directory, entry_files(directory))
+            key = _fingerprint(directory, entry_files(directory), registry)
         except OSError:
             key = None
         if key is not None:

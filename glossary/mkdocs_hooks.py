@@ -1,7 +1,7 @@
 """MkDocs hooks of the site (``hooks:`` in ``mkdocs.yml``): generate the pages before a build.
 
-:func:`on_config` runs :func:`glossary.sitegen.generate` before MkDocs collects the files of the
-docs directory. That timing matters: mkdocs-static-i18n sorts files into languages in its
+:func:`on_config` runs :func:`glossary.site.generate.generate` before MkDocs collects the files
+of the docs directory. That timing matters: mkdocs-static-i18n sorts files into languages in its
 ``on_files`` step and only sees files that exist on disk. The i18n plugin runs one build per
 language, so ``on_config`` is called three times per ``mkdocs build``; generation runs again only
 when an input changed (entries, results, the UI and result catalogs or the environment variables
@@ -23,9 +23,10 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 
-from glossary import sitegen
 from glossary.loader import GlossaryError
 from glossary.schema import LANGS
+from glossary.site.generate import ENTRIES_ENV, generate
+from glossary.site.results import FIGURES_DIR, SiteGenError, results_dir
 
 log = logging.getLogger("mkdocs.hooks.glossary")
 _last_fingerprint: tuple[Any, ...] | None = None
@@ -43,16 +44,16 @@ def _stats(directory: Path) -> tuple[tuple[str, int, int], ...]:
 
 def _fingerprint(docs_dir: Path, use_directory_urls: bool) -> tuple[Any, ...]:
     """What the generated pages depend on, cheap to compute."""
-    package = Path(sitegen.__file__).parent
-    entries = Path(os.environ.get(sitegen.ENTRIES_ENV) or package / "entries")
+    package = Path(__file__).resolve().parent
+    entries = Path(os.environ.get(ENTRIES_ENV) or package / "entries")
     return (
         str(docs_dir),
         use_directory_urls,
         _stats(entries),
-        _stats(sitegen.results_dir()),
+        _stats(results_dir()),
         _stats(package / "locale"),
         *(_stats(path) for path in sorted(package.parent.glob("reference/*/locale"))),
-        _stats(docs_dir / sitegen.FIGURES_DIR),
+        _stats(docs_dir / FIGURES_DIR),
         *(_stats(docs_dir / lang) for lang in LANGS),
     )
 
@@ -65,8 +66,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     if fingerprint == _last_fingerprint:
         return config
     try:
-        report = sitegen.generate(docs_dir, use_directory_urls=config.use_directory_urls)
-    except sitegen.SiteGenError as exc:
+        report = generate(docs_dir, use_directory_urls=config.use_directory_urls)
+    except SiteGenError as exc:
         raise PluginError(f"glossary pages: {exc}") from None
     except GlossaryError as exc:
         raise PluginError(f"glossary pages: invalid entries:\n{exc}") from None
@@ -96,8 +97,8 @@ def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Any) -> s
 
 @event_priority(-100)  # last: after mkdocs-static-i18n has built and indexed every language
 def on_post_build(config: MkDocsConfig) -> None:
-    """Make the search index accent-blind (see :mod:`glossary.sitesearch`)."""
-    from glossary.sitesearch import fold_index
+    """Make the search index accent-blind (see :mod:`glossary.site.search`)."""
+    from glossary.site.search import fold_index
 
     changed = fold_index(Path(config.site_dir))
     log.info("glossary search: %d documents also indexed without accents", changed)

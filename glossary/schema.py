@@ -61,7 +61,8 @@ ARXIV_OLD_RE = re.compile(
 """Old-style arXiv ids (1991-2007): ``archive[.SC]/YYMMNNN``."""
 DOI_RE = re.compile(r"10\.\d{4,9}/[-._;()/:A-Za-z0-9<>\[\]]+")
 """Crossref's recommended DOI pattern (no spaces, no resolver prefix)."""
-URL_RE = re.compile(r"https?://[^\s/$.?#][^\s]*")
+URL_RE = re.compile(r"https?://[^\s\x00-\x1f\x7f-\x9f/$.?#][^\s\x00-\x1f\x7f-\x9f]*")
+"""An http(s) URL: no whitespace or control characters (RFC 3986 allows neither)."""
 MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 """Patterns are matched in full (``re.fullmatch``): no trailing newline or other extra text."""
 FORBIDDEN_IN_TERMS = (";", "\n", "\r", "\t")
@@ -162,12 +163,19 @@ REFERENCE_FIELDS: tuple[Field, ...] = (
         "module",
         "str",
         True,
-        "Import path of the implementation, e.g. reference.pruning.",
+        "Import path of the implementation: the package reference/registry.py registers for "
+        "this slug, e.g. reference.pruning.",
         pattern=MODULE_RE.pattern,
         invalid="'{value}' is not a dotted module path",
         hint="e.g. reference.pruning",
     ),
-    Field("status", "str", True, "implemented requires the module to exist.", choices=STATUSES),
+    Field(
+        "status",
+        "str",
+        True,
+        "implemented requires the registered module to exist.",
+        choices=STATUSES,
+    ),
 )
 
 LIBRARY_FIELDS: tuple[Field, ...] = (

@@ -2,6 +2,10 @@
 
 * Every test session gets a private glossary cache folder, so no test reads or writes the
   user's ``~/.cache`` and no test sees another session's cache.
+* The site fixture's technique ``xss-probe`` (module ``site_fixture_technique``) is registered
+  over the project's technique registry (``GLOSSARY_REGISTRY``, see :mod:`glossary.loader`), so
+  the site tests, which add it to the entries they build, validate; other tests that need their
+  own registry set the variable themselves (``glossary_support.use_registry``).
 * ``random_teacher``: an untrained network of the zoo teacher's architecture (exactness tests of
   techniques do not need trained weights, and must not depend on them).
 * ``quick_result``: runs one technique's quick benchmark in-process and returns the result dict
@@ -28,6 +32,16 @@ def private_glossary_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         os.environ.pop("GLOSSARY_CACHE_DIR", None)
     else:
         os.environ["GLOSSARY_CACHE_DIR"] = previous
+
+
+SITE_REGISTRY = Path(__file__).resolve().parent / "fixtures" / "site" / "registry.json"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def site_fixture_registry() -> Iterator[Path]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GLOSSARY_REGISTRY", str(SITE_REGISTRY))
+        yield SITE_REGISTRY
 
 
 @pytest.fixture(scope="session")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
-from glossary.loader import validate
+import pytest
+
+from glossary.loader import REGISTRY_ENV, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = Path(__file__).resolve().parent / "fixtures" / "entries_valid"
@@ -27,6 +30,14 @@ def edit(directory: Path, slug: str, old: str, new: str) -> Path:
     text = path.read_text(encoding="utf-8")
     assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {path.name}"
     path.write_text(text.replace(old, new), encoding="utf-8")
+    return path
+
+
+def use_registry(monkeypatch: pytest.MonkeyPatch, folder: Path, techniques: dict[str, str]) -> Path:
+    """Register fixture techniques (``slug -> package``) over the project's registry."""
+    path = folder / "registry.json"
+    path.write_text(json.dumps(techniques), encoding="utf-8")
+    monkeypatch.setenv(REGISTRY_ENV, str(path))
     return path
 
 

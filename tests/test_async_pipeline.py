@@ -1,17 +1,24 @@
 """reference.async_pipeline: the stage split composes to the U-Net exactly, the synchronous
-2-process pipeline reproduces the single-process sampler, async/stream invariants, errors."""
+2-process pipeline reproduces the single-process sampler (spawned, and launched by torchrun),
+async/stream invariants, errors (a torchrun world size other than 2)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from reference import async_pipeline as ap
 from reference import zoo
-from reference.harness import model_eps_fn, sample
+from reference.async_pipeline import bench
+from reference.harness import cli, model_eps_fn, sample
 from reference.zoo.specs import TEACHER_CONFIG, build_unet
 
 pytestmark = pytest.mark.xdist_group("async_pipeline")
@@ -39,6 +46,7 @@ def test_every_split_composes_to_the_full_model_exactly(unet) -> None:
         names = ap.unit_names(unet)
         assert names[0] == "in" and names[-1] == "out" and "mid" in names
         for k in range(1, len(names)):
+            # exact by construction: the same modules on the same tensors, only split in two
             assert torch.equal(ap.split_forward(unet, x, t, labels, k), ref), names[k]
 
 
@@ -131,3 +139,71 @@ def test_quick_benchmark_limit_and_speedup_refer_to_the_same_configuration(quick
     assert head["row"] == f"b{max(result['settings']['batches'])}-async"
     assert head["quality_interval"] is not None
     assert "speedup" in rows["b2-stream"]["intervals"]
+
+
+def _torchrun(*args: str, out: Path) -> subprocess.CompletedProcess[str]:
+    """``torchrun --standalone --nproc-per-node=2 -m reference.async_pipeline ARGS --out OUT``."""
+    script = Path(sys.executable).with_name("torchrun")  # the venv's; else the same module
+    torchrun = (
+        [str(script)] if script.is_file() else [sys.executable, "-m", "torch.distributed.run"]
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "LANGUAGE": "en"}
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(var, None)  # torchrun sets them for its children
+    command = [*torchrun, "--standalone", "--nproc-per-node=2", "-m", "reference.async_pipeline"]
+    return subprocess.run(
+        [*command, *args, "--out", str(out)], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+@pytest.mark.slow
+def test_torchrun_ranks_are_the_two_stages_and_rank_0_writes(tmp_path: Path) -> None:
+    done = _torchrun("--quick", "--threads", "1", out=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "async-pipeline-torchrun.json",
+        "async-pipeline-torchrun.safetensors",
+    ]  # rank 0's files only: no lock, no staging folder, nothing from rank 1
+    assert done.stdout.count(f"wrote {tmp_path}") == 2  # rank 1 printed nothing
+    from safetensors.torch import load_file
+
+    got = load_file(str(tmp_path / "async-pipeline-torchrun.safetensors"))
+    summary = json.loads((tmp_path / "async-pipeline-torchrun.json").read_text(encoding="utf-8"))
+    quick = bench.QUICK
+    assert summary["world_size"] == 2 and summary["backend"] == "gloo"
+    assert {r["mode"] for r in summary["runs"]} == set(ap.MODES)
+    unet = zoo.load_teacher()
+    depth = sum(isinstance(m, torch.nn.Conv2d | torch.nn.Linear) for m in unet.modules())
+    # float32 reassociation (this process's threads vs 1 per rank): ~eps per layer, adding up
+    # along the network's depth and the DDIM steps; samples lie in [-1, 1], so atol ~ rtol
+    tol = torch.finfo(torch.float32).eps * depth * quick.steps
+    (n,) = quick.batches
+    job = ap.Job(n, quick.steps, mode="stream", requests=2)
+    for r in range(2):
+        noise, labels = ap.job_noise(job, r)
+        ref = sample(
+            model_eps_fn(unet), zoo.teacher_scheduler(), noise, steps=quick.steps, labels=labels
+        )
+        assert (got[f"b{n}-stream-{r}"] - ref).abs().max() <= tol
+        if r == 0:
+            assert (got[f"b{n}-sync-0"] - ref).abs().max() <= tol
+            assert (got[f"b{n}-async-0"] - ref).abs().max() > 100 * tol  # stale features used
+    for row in summary["runs"]:
+        assert len(row["compute_ms"]) == 2 and min(row["compute_ms"]) > 0
+        if row["mode"] != "async":
+            assert row["max_abs"] <= tol  # rank 0's own comparison agrees
+
+
+def test_torchrun_world_size_other_than_2_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LANGUAGE", "en")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    for rank in ("0", "2"):  # the same check on every rank, before any work
+        monkeypatch.setenv("RANK", rank)
+        with pytest.raises(SystemExit) as info:
+            cli.main("reference.async_pipeline", ["--quick"])
+        err = capsys.readouterr().err
+        assert info.value.code == 2
+        assert err.count("\n") == 1
+        assert "torchrun started 3 processes" in err

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from glossary_support import ROOT, VALID, copy_valid, edit, private_cache
+from glossary_support import ROOT, VALID, copy_valid, edit, private_cache, use_registry
 
 from glossary import cli
+from glossary.loader import load_glossary
 
 _cache = pytest.fixture(autouse=True, scope="module")(private_cache)
 E = ["--entries", str(VALID)]
@@ -44,7 +45,7 @@ def test_lookup_exact_alias_shows_all_languages(capsys: pytest.CaptureFixture[st
     assert "Definition (Spanish):" in lines
     assert "  Eliminar pesos o canales poco importantes de una red." in lines
     assert "  Solo la poda estructurada reduce la latencia." in lines
-    assert "Implementation: python -m reference.harness" in lines
+    assert "Implementation: python -m reference.pruning" in lines
 
 
 def test_lookup_to_language_and_planned(capsys: pytest.CaptureFixture[str]) -> None:
@@ -53,7 +54,7 @@ def test_lookup_to_language_and_planned(capsys: pytest.CaptureFixture[str]) -> N
     assert out.splitlines()[0] == "feature-caching  (technique, Sampling)"
     assert "Definition (English):" in out
     assert "  Reusing features computed at earlier steps." in out
-    assert "Implementation planned (reference.feature_caching_fixture)" in out
+    assert "Implementation planned (reference.feature_caching)" in out
     assert "Accuracy note" not in out
 
 
@@ -94,9 +95,9 @@ def test_lookup_json_implementation(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, *E, "lookup", "pruning", "--json", "--to", "en")
     match = json.loads(out)["match"]
     assert match["implementation"] == {
-        "module": "reference.harness",
+        "module": "reference.pruning",
         "status": "implemented",
-        "command": "python -m reference.harness",
+        "command": "python -m reference.pruning",
     }
     assert match["note"] == "Only structured pruning reduces latency."
 
@@ -332,7 +333,7 @@ def test_run_planned_concept_and_unknown(capsys: pytest.CaptureFixture[str]) -> 
         1,
         "",
         "glossary: feature-caching: implementation planned "
-        "(reference.feature_caching_fixture); the entry's status is not implemented yet\n",
+        "(reference.feature_caching); the entry's status is not implemented yet\n",
     )
     assert run(capsys, *E, "run", "ddim")[2] == (
         "glossary: ddim is a concept; only techniques have an implementation\n"
@@ -350,7 +351,8 @@ def test_run_executes_the_module_with_arguments(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     d = copy_valid(tmp_path)
-    edit(d, "pruning", "module: reference.harness", "module: glossary_fixture_tech")
+    use_registry(monkeypatch, tmp_path, {"pruning": "glossary_fixture_tech"})
+    edit(d, "pruning", "module: reference.pruning", "module: glossary_fixture_tech")
     argv0 = list(sys.argv)
     code, out, _ = run(capsys, "--entries", str(d), "run", "Poda de Red", "--steps", "2")
     assert (code, out) == (0, "ran ['--steps', '2']\n")
@@ -362,6 +364,52 @@ def test_run_executes_the_module_with_arguments(
         "glossary: glossary_fixture_tech failed: ValueError: bad input (run "
         "`python -m glossary_fixture_tech` to see the traceback)\n"
     )
+
+
+def _side_effect_module(folder: Path) -> Path:
+    """A module that leaves a file behind when it runs."""
+    mark = folder / "ran.txt"
+    (folder / "glossary_fixture_tech.py").write_text(
+        f"open({str(mark)!r}, 'w').close()\n", encoding="utf-8"
+    )
+    return mark
+
+
+def test_run_refuses_an_unregistered_module(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mark = _side_effect_module(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    d = copy_valid(tmp_path)
+    path = edit(d, "pruning", "module: reference.pruning", "module: glossary_fixture_tech")
+    code, out, err = run(capsys, "--entries", str(d), "run", "pruning")
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == (
+        f"{path}:6: reference.module: 'glossary_fixture_tech' is not a registered technique "
+        "package (reference/registry.py) (hint: set module: reference.pruning)"
+    )
+    assert not mark.exists()
+
+
+def test_run_checks_the_registry_itself(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A glossary validated under another registry (e.g. a stale object) is still refused.
+    mark = _side_effect_module(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    d = copy_valid(tmp_path)
+    edit(d, "pruning", "module: reference.pruning", "module: glossary_fixture_tech")
+    with monkeypatch.context() as m:
+        use_registry(m, tmp_path, {"pruning": "glossary_fixture_tech"})
+        g = load_glossary(d)
+    monkeypatch.setattr(cli, "load", lambda args: g)
+    assert run(capsys, "--entries", str(d), "run", "pruning") == (
+        1,
+        "",
+        "glossary: pruning: glossary_fixture_tech is not the package registered for it in "
+        "reference/registry.py; glossary run only runs registered techniques\n",
+    )
+    assert not mark.exists()
 
 
 def test_bench_delegates_to_the_harness(

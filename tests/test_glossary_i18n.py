@@ -239,5 +239,5 @@ def test_cache_rechecks_implemented_modules(
     d = copy_valid(tmp_path)
     loader.load_glossary(d)
     monkeypatch.setattr(loader, "module_exists", lambda module: False)
-    with pytest.raises(loader.GlossaryError, match=r"module 'reference\.harness' does not exist"):
+    with pytest.raises(loader.GlossaryError, match=r"module 'reference\.pruning' does not exist"):
         loader.load_glossary(d)

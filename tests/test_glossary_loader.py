@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from glossary_support import copy_valid, edit, problems
+from glossary_support import copy_valid, edit, problems, use_registry
 
 from glossary import schema
-from glossary.loader import GlossaryError, Problem, load_glossary, module_exists, validate
+from glossary.loader import (
+    REGISTRY_ENV,
+    GlossaryError,
+    Problem,
+    load_glossary,
+    module_exists,
+    registered,
+    technique_registry,
+    validate,
+)
 from glossary.model import Glossary
+
+PROBE = Path(__file__).resolve().parent / "fixtures" / "entries_extra" / "registry-probe.yaml"
 
 
 @pytest.fixture
@@ -32,7 +47,7 @@ def test_valid_fixtures_load(d: Path) -> None:
     pruning = g.get("pruning")
     assert pruning is not None and pruning.reference is not None
     assert pruning.reference.implemented and pruning.reference.command == (
-        "python -m reference.harness"
+        "python -m reference.pruning"
     )
     assert pruning.lang["es"].note == "Solo la poda estructurada reduce la latencia."
     assert pruning.sources[0].link == "https://arxiv.org/abs/2305.10924"
@@ -200,18 +215,129 @@ def test_pointless_one_way_marks_are_flagged(d: Path) -> None:
     ]
 
 
-def test_implemented_module_must_exist(d: Path) -> None:
-    path = edit(d, "pruning", "module: reference.harness", "module: reference.not_there")
+def with_probe(d: Path) -> Path:
+    """``d`` plus a technique entry whose slug the project's registry does not list."""
+    shutil.copy2(PROBE, d / PROBE.name)
+    return d / PROBE.name
+
+
+def test_implemented_module_must_be_registered(d: Path) -> None:
+    path = edit(d, "pruning", "module: reference.pruning", "module: os")
+    assert only(d) == (
+        f"{path}:6: reference.module: 'os' is not a registered technique package "
+        "(reference/registry.py) (hint: set module: reference.pruning)"
+    )
+
+
+def test_implemented_module_of_an_unregistered_slug_is_refused(d: Path) -> None:
+    path = with_probe(d)
+    edit(d, "registry-probe", "status: planned", "status: implemented")
+    assert only(d) == (
+        f"{path}:8: reference.module: 'registry_probe_module' is not a registered technique "
+        "package (reference/registry.py) (hint: register it or set status: planned)"
+    )
+
+
+def test_registered_module_must_exist(d: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_registry(monkeypatch, d.parent, {"pruning": "reference.not_there"})
+    path = edit(d, "pruning", "module: reference.pruning", "module: reference.not_there")
     assert only(d) == (
         f"{path}:6: reference.module: module 'reference.not_there' does not exist but status is "
         "implemented (hint: write the module or set status: planned)"
     )
 
 
+def test_module_must_be_the_entrys_own_package(d: Path) -> None:
+    path = edit(d, "pruning", "module: reference.pruning", "module: reference.feature_caching")
+    assert only(d) == (
+        f"{path}:6: reference.module: 'reference.feature_caching' is the registered package of "
+        "'feature-caching', not of 'pruning' (hint: set module: reference.pruning)"
+    )
+
+
+def test_registered_slug_must_name_its_package_even_when_planned(d: Path) -> None:
+    path = edit(d, "feature-caching", "module: reference.feature_caching", "module: reference.x")
+    assert only(d) == (
+        f"{path}:6: reference.module: technique 'feature-caching' is registered with the "
+        "package 'reference.feature_caching' (reference/registry.py) "
+        "(hint: set module: reference.feature_caching)"
+    )
+
+
 def test_planned_module_may_be_missing(d: Path) -> None:
-    # feature-caching.yaml names reference.feature_caching_fixture, which does not exist.
-    assert not module_exists("reference.feature_caching_fixture")
+    with_probe(d)
+    assert not module_exists("registry_probe_module")
     assert problems(d) == []
+
+
+def test_a_fixture_registry_makes_a_module_runnable(
+    d: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_registry(monkeypatch, d.parent, {"registry-probe": "glossary.loader"})
+    with_probe(d)
+    edit(d, "registry-probe", "registry_probe_module", "glossary.loader")
+    edit(d, "registry-probe", "status: planned", "status: implemented")
+    assert problems(d) == []
+    ref = load_glossary(d)["registry-probe"].reference
+    assert ref is not None and ref.command == "python -m glossary.loader"
+
+
+def test_the_project_registry_is_read_without_heavy_imports() -> None:
+    code = (
+        "import sys\n"
+        "from glossary.loader import technique_registry\n"
+        "registry = technique_registry()\n"
+        "assert registry['pruning'] == 'reference.pruning', registry\n"
+        "print(sorted(m for m in ('torch', 'numpy', 'diffusers') if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != REGISTRY_ENV}
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert (run.returncode, run.stdout) == (0, "[]\n"), run.stderr
+
+
+def test_registry_file_adds_and_replaces_slugs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_registry(monkeypatch, tmp_path, {"pruning": "fixture_pruning", "x-probe": "x_probe"})
+    registry = technique_registry()
+    assert registry["pruning"] == "fixture_pruning" and registry["x-probe"] == "x_probe"
+    assert registry["feature-caching"] == "reference.feature_caching"
+    assert registered("x-probe", "x_probe") and not registered("pruning", "reference.pruning")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not JSON: "),
+        ("[1, 2]", "expected a JSON object, got a list"),
+        ('{"Not A Slug": "m"}', "'Not A Slug' is not a slug"),
+        ('{"x-probe": "os path"}', "x-probe: 'os path' is not a dotted module path"),
+        ('{"x-probe": 3}', "x-probe: a number is not a dotted module path"),
+        ('{"x-probe": "reference.pruning"}', "package 'reference.pruning' is registered twice"),
+    ],
+)
+def test_a_broken_registry_file_is_one_problem_naming_it(
+    d: Path, monkeypatch: pytest.MonkeyPatch, text: str, message: str
+) -> None:
+    path = d.parent / "registry.json"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setenv(REGISTRY_ENV, str(path))
+    found = problems(d)
+    assert len(found) == 1 and "\n" not in found[0], found
+    assert found[0].startswith(f"{path}:1: registry: {message}")
+    with pytest.raises(GlossaryError, match="registry: "):
+        load_glossary(d)
+
+
+def test_the_cache_is_keyed_by_the_registry(d: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_glossary(d)
+    use_registry(monkeypatch, d.parent, {"pruning": "reference.harness"})
+    with pytest.raises(
+        GlossaryError, match=r"'reference\.pruning' is not a registered technique package"
+    ):
+        load_glossary(d)
 
 
 def test_module_exists_checks_packages() -> None:
@@ -272,6 +398,15 @@ def test_file_not_utf8(d: Path) -> None:
     assert only(d) == (
         f"{path}:3: file: not valid UTF-8 (byte 0xe9 at offset {offset}) "
         "(hint: save the file as UTF-8)"
+    )
+
+
+def test_a_control_character_is_one_problem_at_its_line(d: Path) -> None:
+    path = edit(d, "ddim", "category: sampling", "category: samp\x07ling")
+    offset = path.read_text(encoding="utf-8").index("\x07")
+    assert only(d) == (
+        f"{path}:3: file: contains the control character U+0007 (offset {offset}) "
+        "(hint: remove it; entries are plain UTF-8 text)"
     )
 
 
@@ -358,7 +493,7 @@ def test_technique_needs_a_reference_block(d: Path) -> None:
     path = edit(
         d,
         "feature-caching",
-        "reference:\n  module: reference.feature_caching_fixture\n  status: planned\n",
+        "reference:\n  module: reference.feature_caching\n  status: planned\n",
         "",
     )
     assert only(d) == (

@@ -85,6 +85,8 @@ def plain_run() -> tuple[torch.nn.Module, tuple, list[torch.Tensor], int]:
 def test_every_policy_gives_the_gradients_of_plain_backprop(policy: str, plain_run) -> None:
     unet, (x, t, y), expected, saved_plain = plain_run
     model, forward = prepare(unet, policy)
+    # recomputation repeats the same float32 ops (measured: 0); only the order in which the
+    # ~10 branch gradients of the shared time embedding add up may change, <= 10 * eps32 * |g|
     assert max_diff(gradients(model, lambda: forward(x, t, y)), expected) <= 1e-6
     saved = bytes_saved_for_backward(lambda: forward(x, t, y).square().mean())
     assert saved < saved_plain

@@ -11,40 +11,76 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import optuna
 import pytest
+from optuna.storages import RDBStorage
 from optuna.trial import TrialState
+from postgres_support import INSTALL_HINT, Postgres, postgres_bin, postgres_server
 
 from reference import grid_search as gs
 from reference.grid_search.bench import FULL
+from reference.grid_search.storage import JOURNAL
 
 ROOT = Path(__file__).resolve().parents[1]
-SPACE = gs.QUICK_SPACE  # the demo worker's grid (ddim, dpmpp2m x 4, 10, 50 steps)
 
 
-def _worker(db: Path, *extra: str) -> subprocess.Popen:
+STORAGES = (
+    "sqlite",
+    pytest.param("postgresql", marks=pytest.mark.xdist_group("postgres")),  # one server
+    "journal",
+)
+WORKERS = 3
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A throw-away PostgreSQL server (tests/postgres_support.py); fails, never skips, when the
+    binaries are missing: ``make test`` installs them."""
+    if postgres_bin() is None:
+        pytest.fail(INSTALL_HINT, pytrace=False)
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture(params=STORAGES)
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty storage of each kind: SQLite file, PostgreSQL database, journal file."""
+    if request.param == "postgresql":
+        return request.getfixturevalue("postgres").new_database()
+    return (
+        f"sqlite:///{tmp_path / 'study.db'}"
+        if request.param == "sqlite"
+        else (f"{JOURNAL}{tmp_path / 'study.log'}")
+    )
+
+
+@contextmanager
+def _reader(storage: str) -> Iterator[Any]:
+    """The test's own connection to the storage (a short SQLite lock timeout: a frozen worker
+    may hold the lock, see :func:`_kill_mid_trial`)."""
+    if storage.startswith(JOURNAL):
+        yield gs.open_storage(storage)
+        return
+    connect_args = {"timeout": 0.2} if storage.startswith("sqlite") else {}
+    rdb = RDBStorage(storage, engine_kwargs={"connect_args": connect_args})
+    try:
+        yield rdb
+    finally:
+        rdb.engine.dispose()
+
+
+def _worker(storage: str, out: Path) -> subprocess.Popen:
     cmd = [
-        sys.executable,
-        "-m",
-        "reference.grid_search",
-        "--objective",
-        "toy",
-        "--sleep",
-        "0.6",
-        "--storage",
-        f"sqlite:///{db}",
-        "--study",
-        "s",
-        "--heartbeat",
-        "1",
-        "--grace",
-        "2",
-        "--out",
-        str(db.parent),
-        *extra,
+        *(sys.executable, "-m", "reference.grid_search", "--objective", "toy", "--sleep", "0.3"),
+        *("--space", "full", "--storage", storage, "--study", "s"),
+        *("--heartbeat", "1", "--grace", "2", "--out", str(out)),
     ]
     return subprocess.Popen(
         cmd,
@@ -56,51 +92,90 @@ def _worker(db: Path, *extra: str) -> subprocess.Popen:
     )
 
 
-def _trials(db: Path) -> list[optuna.trial.FrozenTrial]:
+def _trials(reader: Any) -> list[optuna.trial.FrozenTrial]:
     try:
-        return optuna.load_study(study_name="s", storage=f"sqlite:///{db}").get_trials()
+        return optuna.load_study(study_name="s", storage=reader).get_trials()
     except KeyError:  # the study does not exist yet
         return []
 
 
-def test_killed_worker_loses_and_repeats_no_grid_point(tmp_path: Path) -> None:
-    db = tmp_path / "study.db"
-    proc = _worker(db)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # kill -9 while a trial runs, after >= 2 completed
-            states = [t.state for t in _trials(db)]
-            if states.count(TrialState.COMPLETE) >= 2 and TrialState.RUNNING in states:
-                os.killpg(proc.pid, signal.SIGKILL)
-                break
-            if proc.poll() is not None:
-                pytest.fail(f"worker exited early: {proc.communicate()[0][-2000:]}")
-            time.sleep(0.05)
-        else:
+def _wait_stopped(pid: int) -> None:
+    """Until every thread of ``pid`` is stopped (SIGSTOP is delivered asynchronously)."""
+    tasks = Path(f"/proc/{pid}/task")
+    while tasks.is_dir():
+        try:
+            states = [
+                (t / "stat").read_text().rsplit(")", 1)[1].split()[0] for t in tasks.iterdir()
+            ]
+        except FileNotFoundError:  # a thread ended meanwhile
+            continue
+        if all(s in "tT" for s in states):
+            return
+        time.sleep(0.001)
+
+
+def _kill_mid_trial(proc: subprocess.Popen, reader: Any, storage: str) -> list[int]:
+    """SIGKILL the worker ``proc`` while it runs a trial, and return the numbers of the trials it
+    left RUNNING. The worker is frozen (SIGSTOP) while the storage is read, so that it cannot
+    finish its trial between the check and the kill; it is not killed while it may hold the
+    journal file's lock (an orphaned lock stalls every worker for the lock's 30 s grace)."""
+    me = f":{proc.pid}"
+    lock = storage[len(JOURNAL) :] + ".lock"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"worker exited early: {proc.communicate()[0][-2000:]}")
+        os.killpg(proc.pid, signal.SIGSTOP)
+        _wait_stopped(proc.pid)
+        try:
+            trials = _trials(reader)
+        except optuna.exceptions.StorageInternalError:  # the frozen worker holds SQLite's lock
+            trials = []
+        mine = [
+            t.number
+            for t in trials
+            if t.state == TrialState.RUNNING and str(t.user_attrs.get("worker")).endswith(me)
+        ]
+        if mine and not (storage.startswith(JOURNAL) and os.path.lexists(lock)):
             os.killpg(proc.pid, signal.SIGKILL)
-            pytest.fail(f"worker did not reach the kill point: {proc.communicate()[0][-2000:]}")
-        proc.wait(timeout=30)
-        assert proc.returncode == -signal.SIGKILL
-        assert [t.state for t in _trials(db)].count(TrialState.RUNNING) == 1  # left behind
-        restart = _worker(db)
-        out, _ = restart.communicate(timeout=120)
-        assert restart.returncode == 0, out
-    finally:
-        for p in (proc, locals().get("restart")):
-            if p is not None and p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-    trials = _trials(db)
+            proc.wait(timeout=30)
+            assert proc.returncode == -signal.SIGKILL
+            return mine
+        os.killpg(proc.pid, signal.SIGCONT)
+        time.sleep(0.05)
+    pytest.fail("no worker ran a trial within 120 s")
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+def test_killed_workers_lose_and_repeat_no_grid_point(storage: str, tmp_path: Path) -> None:
+    """Three workers share a study; two are killed mid-trial (one after the other) and
+    restarted: every grid point ends COMPLETE exactly once, and each trial a killed worker left
+    RUNNING is failed as stale with a retry of its grid point queued."""
+    procs = [_worker(storage, tmp_path) for _ in range(WORKERS)]
+    left: list[int] = []
+    with _reader(storage) as reader:
+        try:
+            for victim in (0, 1):
+                left += _kill_mid_trial(procs[victim], reader, storage)
+                procs[victim] = _worker(storage, tmp_path)  # the restart
+            for p in procs:
+                out, _ = p.communicate(timeout=120)
+                assert p.returncode == 0, out
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+        trials = _trials(reader)
     complete = [tuple(sorted(t.params.items())) for t in trials if t.state == TrialState.COMPLETE]
-    expected = {tuple(sorted(p.items())) for p in gs.grid_points(SPACE)}
+    expected = {tuple(sorted(p.items())) for p in gs.grid_points(gs.FULL_SPACE)}
     assert sorted(complete) == sorted(expected)  # every point exactly once, no duplicates
-    failed = [t for t in trials if t.state == TrialState.FAIL]
-    assert len(failed) == 1  # the killed trial, marked stale, and retried under a new number
-    retried = [t for t in trials if t.system_attrs.get("failed_trial") == failed[0].number]
-    assert len(retried) == 1 and retried[0].state == TrialState.COMPLETE
-    # the same grid point (the killed trial may not have suggested its params yet)
-    assert retried[0].system_attrs["grid_id"] == failed[0].system_attrs["grid_id"]
-    assert not any(t.state == TrialState.RUNNING for t in trials)
+    assert len(left) == 2  # each killed worker left its trial RUNNING
+    for number in left:  # failed as stale, and a retry of its grid point queued
+        assert trials[number].state == TrialState.FAIL
+        retries = [t for t in trials if number in t.system_attrs.get("retry_history", [])]
+        assert retries[0].system_attrs["grid_id"] == trials[number].system_attrs["grid_id"]
+    assert not any(t.state in (TrialState.RUNNING, TrialState.WAITING) for t in trials)
 
 
 def test_pareto_front_matches_brute_force() -> None:
@@ -136,23 +211,69 @@ def test_grid_status_counts_and_strategy_replay(tmp_path: Path) -> None:
     assert curves["grid"][-1] == min(table.values())  # the full grid always finds the best
 
 
-@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used")
-def test_a_trial_orphaned_before_its_first_heartbeat_is_retried(tmp_path: Path) -> None:
-    from datetime import datetime, timedelta
+SMALL = {"sampler": ["ddim", "unipc"], "steps": [2, 3], "guidance": [1.0]}
+LATER = datetime.now() + timedelta(days=1)  # "now" for a trial that has long gone stale
 
-    space = {"sampler": ["ddim", "unipc"], "steps": [2, 3], "guidance": [1.0]}
-    study = gs.open_study(f"sqlite:///{tmp_path / 'o.db'}", "o", space, heartbeat=1, grace=2)
+
+def _small_study(tmp_path: Path, kind: str) -> optuna.Study:
+    url = f"sqlite:///{tmp_path / 'o.db'}" if kind == "sqlite" else f"{JOURNAL}{tmp_path / 'o.log'}"
+    return gs.open_study(url, "o", SMALL, heartbeat=1, grace=2)
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used")
+@pytest.mark.parametrize("kind", ["sqlite", "journal"])
+def test_a_trial_no_heartbeat_judges_is_retried_once_older_than_grace(
+    tmp_path: Path, kind: str
+) -> None:
+    """SQLite: a worker killed before its first heartbeat; journal: any trial (no heartbeat)."""
+    study = _small_study(tmp_path, kind)
     orphan = study.ask()  # RUNNING with a grid point, no heartbeat: a worker killed right here
     assert gs.fail_orphaned_trials(study) == []  # younger than the grace period: left alone
-    later = datetime.now() + timedelta(seconds=60)
-    assert gs.fail_orphaned_trials(study, now=later) == [orphan.number]
+    assert gs.fail_orphaned_trials(study, now=LATER) == [orphan.number]
     trials = study.get_trials(deepcopy=False)
     assert trials[orphan.number].state == TrialState.FAIL
     retry = [t for t in trials if t.state == TrialState.WAITING]
     assert len(retry) == 1
     assert retry[0].system_attrs["grid_id"] == trials[orphan.number].system_attrs["grid_id"]
-    status = gs.run_worker(study, space, gs.toy_objective(0.0))
+    status = gs.run_worker(study, SMALL, gs.toy_objective(0.0))
     assert (status.complete, status.total, status.duplicates) == (4, 4, 0)
+
+
+def test_a_trial_failed_as_stale_while_it_runs_is_dropped_and_rerun(tmp_path: Path) -> None:
+    """A live trial that another worker judges stale (on a journal: one that outran --grace)
+    cannot store its result; the worker goes on, and the retry evaluates the point."""
+    study = _small_study(tmp_path, "journal")
+    toy, evaluated = gs.toy_objective(0.0), []
+
+    def objective(point: dict) -> dict:
+        if not evaluated:  # meanwhile, another worker fails this trial as stale
+            assert gs.fail_orphaned_trials(study, now=LATER) == [0]
+        evaluated.append(point)
+        return toy(point)
+
+    status = gs.run_worker(study, SMALL, objective)
+    assert (status.complete, status.total, status.duplicates) == (4, 4, 0)
+    trials = study.get_trials(deepcopy=False)
+    assert trials[0].state == TrialState.FAIL
+    assert len(evaluated) == 5 and evaluated.count(evaluated[0]) == 2  # run again by the retry
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used")
+def test_a_second_claim_of_a_grid_point_is_given_up(tmp_path: Path) -> None:
+    """Two workers that claim one point at the same instant: the claim that finds the other
+    gives up (PRUNED, ``duplicate_of``) instead of evaluating the point twice."""
+    study = _small_study(tmp_path, "sqlite")
+    first = study.ask()  # grid point 0, claimed by "another worker" (and finished there)
+    search_space = study.get_trials(deepcopy=False)[0].system_attrs["search_space"]
+    twin = optuna.trial.create_trial(
+        state=TrialState.WAITING, system_attrs={"grid_id": 0, "search_space": search_space}
+    )
+    study.add_trial(twin)
+    study.tell(first, [1.0, 1.0])
+    status = gs.run_worker(study, SMALL, gs.toy_objective(0.0))
+    assert (status.complete, status.total, status.duplicates) == (4, 4, 0)
+    given_up = study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
+    assert [t.system_attrs["duplicate_of"] for t in given_up] == [first.number]
 
 
 @pytest.mark.parametrize(
@@ -163,6 +284,10 @@ def test_a_trial_orphaned_before_its_first_heartbeat_is_retried(tmp_path: Path) 
         ({"space": "huge"}, "--space must be one of full, quick, got 'huge'"),
         ({"objective": "real"}, "--objective must be model or toy"),
         ({"repeats": 0}, "--repeats must be >= 1, got 0"),
+        ({"storage": "study.db"}, "--storage must be an SQLAlchemy URL (sqlite:///study.db"),
+        ({"storage": "redis://h/0"}, "--storage must be an SQLAlchemy URL"),
+        ({"storage": "journal:///"}, "--storage names no file, got 'journal:///'"),
+        ({"storage": "mssql+pymssql://u@h/db"}, "--storage needs the mssql+pymssql driver"),
     ],
 )
 def test_bad_options_fail_with_one_line_naming_the_option(change: dict, message: str) -> None:

@@ -19,6 +19,7 @@ def test_split_sizes_ranges_and_balance() -> None:
     assert all(29 <= c <= 31 for c in torch.bincount(yt).tolist())  # stratified
     x8, _ = load_digits_tensors("test", size=8)
     assert x8.shape == (300, 1, 8, 8)
+    # exact: v / 8 - 1 of integers 0..16 is a short binary fraction, undone without rounding
     assert torch.equal(x8 * 8 + 8, (x8 * 8 + 8).round())  # original 0..16 intensities
 
 
@@ -35,6 +36,7 @@ def test_bad_split_is_one_clear_error() -> None:
 
 
 def test_noise_is_seeded_and_nested() -> None:
+    # exact: the same seeded generator stream, copied into tensors (no arithmetic)
     assert torch.equal(make_noise(5, seed=3), make_noise(5, seed=3))
     assert torch.equal(make_noise(8, seed=3)[:5], make_noise(5, seed=3))
     assert not torch.equal(make_noise(5, seed=3), make_noise(5, seed=4))
@@ -84,4 +86,5 @@ def test_stochastic_schedulers_are_reproducible_by_seed() -> None:
     a = sample(toy_eps, teacher_scheduler("DDPMScheduler"), noise, steps=5, seed=1)
     b = sample(toy_eps, teacher_scheduler("DDPMScheduler"), noise, steps=5, seed=1)
     c = sample(toy_eps, teacher_scheduler("DDPMScheduler"), noise, steps=5, seed=2)
+    # exact: the same ops on the same inputs and the same seeded noise, in one process
     assert torch.equal(a, b) and not torch.equal(a, c)

@@ -158,6 +158,7 @@ def test_an_interrupted_run_resumes_to_identical_weights(tmp_path: Path) -> None
         run(tmp_path / "b", interrupt_at=5)  # checkpoint at step 4 survives
     resumed = run(tmp_path / "b", None)
     for key, value in straight.items():
+        # exact: the same ops, data and restored RNG/optimizer state, in one process
         assert torch.equal(value, resumed[key]), key
 
 

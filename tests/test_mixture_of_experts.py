@@ -31,6 +31,7 @@ def test_load_balancing_loss_on_a_hand_computed_case() -> None:
     uniform = torch.full((4, 4), 0.25)
     assert float(moe.load_balancing_loss(uniform, torch.arange(4))) == pytest.approx(1.0)
     collapsed = torch.tensor([[1.0, 0.0]] * 3)
+    # exact: one-hot probabilities give f = P = (1, 0), means of exact ones and zeros
     assert float(moe.load_balancing_loss(collapsed, torch.zeros(3, dtype=torch.long))) == 2.0
 
 
@@ -62,7 +63,7 @@ def test_dropped_tokens_get_no_expert_output() -> None:
     assert layer.last_routing.capacity == 2
     assert kept.tolist() == [True, True] + [False] * 6
     assert torch.allclose(out[:2], expected, atol=1e-5, rtol=1e-5)
-    assert torch.equal(out[2:], torch.zeros(6, 6))
+    assert torch.equal(out[2:], torch.zeros(6, 6))  # exact: dropped rows are never written
 
 
 def test_bad_top_k_and_capacity_raise() -> None:
@@ -83,7 +84,7 @@ def test_timestep_experts_pick_by_noise_level_without_a_router() -> None:
         rows = [layer.experts[int(i)](x[j]) for j, i in enumerate(layer.expert_index(t))]
         one_t = layer(x, torch.full((4,), 800))
     assert torch.allclose(mixed, torch.stack(rows), atol=1e-5, rtol=1e-5)
-    assert torch.equal(one_t, layer.experts[1](x))
+    assert torch.equal(one_t, layer.experts[1](x))  # exact: one timestep calls that expert on x
 
 
 @pytest.mark.parametrize(

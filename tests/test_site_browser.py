@@ -7,42 +7,21 @@ Screenshots of a term page in each language go to artifacts/screenshots/ (git-ig
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 try:
-    from tests import site_support
+    from tests import browser_support, site_support
 except ImportError:  # tests/ is not a package: pytest put it on sys.path
+    import browser_support  # type: ignore[no-redef]
     import site_support  # type: ignore[no-redef]
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("site")]
 BuiltSite = site_support.BuiltSite
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 SCREENSHOTS = site_support.REPO / "artifacts" / "screenshots"
-TIMEOUT_MS = 20_000
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _unavailable(reason: str) -> None:
-    if _in_ci():
-        pytest.fail(f"{reason} (CI is set, so this is a failure, not a skip)", pytrace=False)
-    pytest.skip(reason)
+TIMEOUT_MS = browser_support.TIMEOUT_MS
 
 
 @pytest.fixture(scope="session")
@@ -59,18 +38,8 @@ def base_url(built: BuiltSite) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.is_file():
-        _unavailable(f"{CHROMIUM} is missing; install it with `make browser` (apt chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is missing (test extra)")
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield instance
-        finally:
-            instance.close()
+    with browser_support.chromium() as instance:
+        yield instance
 
 
 @pytest.fixture
@@ -92,19 +61,70 @@ def page(browser: Any, base_url: str) -> Iterator[Any]:
         context.close()
 
 
-def _search(page: Any, start: str, query: str) -> list[str]:
-    """Type ``query`` into Material's search on ``start``; return the result links."""
+# Test-only instrumentation of Material's search worker (added before the page's scripts):
+# which query each shown result list answers, so a test reads the results of its whole query,
+# not those of a prefix typed on the way.
+_WATCH_SEARCH = """(() => {
+  const Native = window.Worker;
+  const sent = [];
+  window.__answered = null;
+  window.__rendered = null;
+  window.Worker = function (url, options) {
+    const worker = new Native(url, options);
+    const post = worker.postMessage.bind(worker);
+    worker.postMessage = message => {
+      if (message && message.type === 2) sent.push(message.data);
+      post(message);
+    };
+    worker.addEventListener("message", event => {
+      if (event.data && event.data.type === 3) window.__answered = sent.shift();
+    });
+    return worker;
+  };
+  window.Worker.prototype = Native.prototype;
+  document.addEventListener("DOMContentLoaded", () => {
+    const list = document.querySelector(".md-search-result__list");
+    new MutationObserver(() => { window.__rendered = window.__answered; })
+      .observe(list, {childList: true, subtree: true});
+  });
+})();"""
+_RESULTS = """items => items.map(item => {
+  const badge = item.querySelector(".gl-search-lang");
+  return [new URL(item.querySelector("a").href).pathname, badge && badge.textContent,
+          badge && badge.lang];
+})"""
+
+
+def _press_keys(page: Any, text: str) -> None:
+    """Real key events, one key at a time. Playwright's keyboard knows only the US layout
+    (``press("е")`` is an "Unknown key", and ``type`` inserts such characters without any key
+    event), so a character outside it is sent as a Russian or Spanish layout sends it: keydown
+    (with its text), keypress, input and keyup, through Chromium's input domain."""
+    cdp = page.context.new_cdp_session(page)
+    for char in text:
+        if char.isascii() and char.isalnum():
+            page.keyboard.press(char)
+            continue
+        down = {"type": "keyDown", "key": char, "text": char, "unmodifiedText": char}
+        cdp.send("Input.dispatchKeyEvent", down)
+        cdp.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": char})
+    cdp.detach()
+
+
+def _search_results(page: Any, start: str, query: str) -> list[tuple[str, str, str]]:
+    """Type ``query`` into Material's search on ``start`` key by key; return the results as
+    (path, badge text, badge language), in the order shown."""
+    page.add_init_script(_WATCH_SEARCH)
     page.goto(start)
-    field = page.locator("input.md-search__input")
-    field.click()
-    field.press_sequentially(query, delay=20)
-    # Playwright inserts characters absent from the US layout (Cyrillic) without key events;
-    # Material reads the query on keyup, which a real keyboard sends. Press End to send one.
-    field.press("End")
-    page.locator(".md-search-result__item > a").first.wait_for()
-    return page.locator(".md-search-result__item > a").evaluate_all(
-        "links => links.map(a => new URL(a.href).pathname)"
-    )
+    page.locator("input.md-search__input").click()
+    _press_keys(page, query)
+    page.wait_for_function("query => window.__rendered === query", arg=query)
+    items = page.locator(".md-search-result__item")
+    return [tuple(found) for found in items.evaluate_all(_RESULTS)]
+
+
+def _search(page: Any, start: str, query: str) -> list[str]:
+    return [path for path, _, _ in _search_results(page, start, query)]
 
 
 def test_spanish_search_for_poda_finds_pruning(page: Any) -> None:
@@ -189,11 +209,19 @@ def test_entry_markup_does_not_run(page: Any, lang: str) -> None:
     assert "<script>alert(" in article.inner_text()
 
 
+def _load_every_image(page: Any) -> None:
+    """Load the lazy images too (a full-page screenshot shows them all) and wait for them."""
+    page.evaluate(
+        "() => document.querySelectorAll('img').forEach(img => { img.loading = 'eager'; })"
+    )
+    page.wait_for_function("() => [...document.images].every(img => img.complete)")
+
+
 @pytest.mark.parametrize("lang", site_support.LANGS)
 def test_screenshot_of_a_term_page(page: Any, lang: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.goto(f"{site_support.LANG_PREFIX[lang]}terms/feature-caching/")
-    page.wait_for_function("() => [...document.images].every(img => img.complete)")
+    _load_every_image(page)
     path = SCREENSHOTS / f"feature-caching-{lang}.png"
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000
@@ -202,10 +230,10 @@ def test_screenshot_of_a_term_page(page: Any, lang: str) -> None:
 def test_missing_browser_skips_locally_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception, match="chromium is missing"):
-        _unavailable("chromium is missing")
+        browser_support.unavailable("chromium is missing")
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="failure, not a skip"):
-        _unavailable("chromium is missing")
+        browser_support.unavailable("chromium is missing")
 
 
 @pytest.mark.parametrize(
@@ -246,10 +274,104 @@ def test_an_explicit_choice_wins_over_the_browser(browser: Any, base_url: str) -
         context.close()
 
 
+# A request cut short because the test moved on to the next page is not a failure of the page.
+_NAVIGATED_AWAY = "net::ERR_ABORTED"
+
+
+def _site_pages(site: Any) -> list[str]:
+    """Every built HTML page, as a path relative to the site root ("", "es/terms/poda/")."""
+    return sorted(str(p.relative_to(site)).removesuffix("index.html") for p in site.rglob("*.html"))
+
+
+def _watch_failures(tab: Any, where: list[str]) -> list[str]:
+    """Collect console errors, page errors, HTTP errors and failed requests of ``tab``, each
+    prefixed with the page being visited (``where[0]``)."""
+    problems: list[str] = []
+
+    def note(kind: str, detail: str) -> None:
+        problems.append(f"/{where[0]}: {kind}: {detail}")
+
+    tab.on("console", lambda m: m.type == "error" and note("console", f"{m.text} {m.location}"))
+    tab.on("pageerror", lambda error: note("page error", str(error)))
+    tab.on("response", lambda r: r.status >= 400 and note(f"HTTP {r.status}", r.url))
+    tab.on(
+        "requestfailed",
+        lambda r: r.failure != _NAVIGATED_AWAY and note(f"failed ({r.failure})", r.url),
+    )
+    return problems
+
+
+def test_no_console_error_or_failed_request_on_any_page(
+    browser: Any, base_url: str, built: BuiltSite
+) -> None:
+    """Every built page in every language, one tab reused, nothing blocked: the search worker and
+    index, images, fonts and the sitemap look-ups of the language selector all load cleanly."""
+    pages = _site_pages(built.site)
+    assert {"", "es/", "ru/", "es/terms/pruning/", "ru/compare/", "404.html"} <= set(pages)
+    where = [""]
+    with browser_support.context(browser, base_url) as ctx:
+        ctx.add_init_script(browser_support.NOT_FIRST_VISIT)
+        tab = ctx.new_page()
+        problems = _watch_failures(tab, where)
+        for path in pages:
+            where[0] = path
+            tab.goto(path, wait_until="load")
+        where[0] = "(after the last page)"
+        tab.goto("", wait_until="load")  # whatever the last page still had in flight lands
+    assert problems == [], f"{len(problems)} problems on {len(pages)} pages"
+
+
+def test_the_page_check_sees_errors(browser: Any, base_url: str) -> None:
+    where = ["no-such-page/"]
+    with browser_support.context(browser, base_url) as ctx:
+        tab = ctx.new_page()
+        problems = _watch_failures(tab, where)
+        tab.goto("no-such-page/", wait_until="load")
+        tab.evaluate("() => console.error('probe')")
+        tab.goto("", wait_until="load")
+    assert any("HTTP 404" in line and "no-such-page/" in line for line in problems), problems
+    assert any("console: probe" in line for line in problems), problems
+
+
 def _path(tab: Any) -> str:
     return tab.evaluate("() => location.pathname")
 
 
-def test_search_without_accents_finds_the_accented_term(page: Any) -> None:
-    found = _search(page, "es/", "destilacion")
-    assert any("/es/terms/" in path for path in found), found
+LANGUAGE_NAMES = {"en": "English", "es": "Español", "ru": "Русский"}  # mkdocs.yml i18n names
+
+
+def _language_of(path: str) -> str:
+    head = path.strip("/").split("/", 1)[0]
+    return head if head in ("es", "ru") else "en"
+
+
+@pytest.mark.parametrize(
+    ("lang", "query", "target"),
+    [
+        ("es", "cuantizacion", "/es/terms/quantization/"),  # Cuantización
+        ("es", "destilacion", "/es/terms/knowledge-distillation/"),  # Destilación
+        ("ru", "учетом", "/ru/terms/timestep-aware-caching/"),  # с учётом временного шага
+        ("ru", "емкость", "/ru/terms/mixture-of-experts/"),  # ёмкость
+        ("en", "frechet", "/terms/fid/"),  # Fréchet Inception Distance
+    ],
+)
+def test_search_without_accents_finds_the_accented_term(
+    page: Any, lang: str, query: str, target: str
+) -> None:
+    found = _search(page, site_support.LANG_PREFIX[lang], query)
+    assert target in found, found
+
+
+@pytest.mark.parametrize("lang", site_support.LANGS)
+def test_search_results_of_the_page_language_come_first_and_say_their_language(
+    page: Any, lang: str
+) -> None:
+    """ "DeepCache" is a name in every language; the page's language comes first, and every
+    result carries a badge with its language's name, marked with that language."""
+    results = _search_results(page, site_support.LANG_PREFIX[lang], "deepcache")
+    languages = [_language_of(path) for path, _, _ in results]
+    assert len(set(languages)) > 1, results  # the other languages are found too
+    own = languages.count(lang)
+    assert own and languages[:own] == [lang] * own, results
+    for path, badge, badge_lang in results:
+        assert (badge, badge_lang) == (LANGUAGE_NAMES[_language_of(path)], _language_of(path))

@@ -11,6 +11,7 @@ import html.parser
 import json
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -247,9 +248,46 @@ def test_figures_are_copied_and_linked_from_every_language(built: BuiltSite) -> 
     fixture = (site_support.FIXTURES / "results" / "feature-caching.png").read_bytes()
     for lang in LANGS:
         page = built.page(lang, "terms/feature-caching")
-        srcs = re.findall(r'<img alt="[^"]*" src="([^"]+)"', page.read_text(encoding="utf-8"))
-        assert len(srcs) == 1
-        assert (page.parent / srcs[0]).resolve().read_bytes() == fixture
+        srcs = re.findall(r'<img alt="[^"]+" src="([^"]+)"', page.read_text(encoding="utf-8"))
+        assert [Path(s).name for s in srcs] == ["feature-caching.svg", "feature-caching.png"]
+        assert (page.parent / srcs[1]).resolve().read_bytes() == fixture
+        assert (
+            page.parent / srcs[0]
+        ).resolve() == built.site / f"assets/results/{lang}/{Path(srcs[0]).name}"
+
+
+@pytest.mark.parametrize(
+    ("lang", "axis", "english"),
+    [
+        ("es", "Aceleración sobre la referencia base (×)", "Speedup over the baseline (×)"),
+        ("ru", "Ускорение относительно базовой линии (×)", "Speedup over the baseline (×)"),
+    ],
+)
+def test_drawn_charts_are_in_the_page_language(
+    built: BuiltSite, lang: str, axis: str, english: str
+) -> None:
+    for name in ("feature-caching", "compare-quality", "compare-speedup"):
+        svg = (built.site / "assets" / "results" / lang / f"{name}.svg").read_text("utf-8")
+        texts = [html_module.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+        assert axis in texts, name
+        assert english not in " ".join(texts), name
+    english_svg = (built.site / "assets/results/en/feature-caching.svg").read_text("utf-8")
+    assert english in english_svg and axis not in english_svg
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_compare_page_has_charts_a_guide_and_a_sortable_table(built: BuiltSite, lang: str) -> None:
+    html = built.html(lang, "compare")
+    article = _article(html)
+    assert article.count('<figure class="gl-figure">') == 2
+    assert len(re.findall(r"<figcaption>[^<]{80,}</figcaption>", article)) == 2
+    table = article.split("<table data-sortable>")[1].split("</table>")[0]
+    assert len(re.findall(r"<th [^>]*data-sort-type=", table)) == 8
+    assert len(re.findall(r'<td data-sort="', table)) == 8  # one technique with results
+    assert 'href="../terms/feature-caching/"' in table
+    assert "sortable-table.js" in html
+    script = built.site / "assets" / "javascripts" / "sortable-table.js"
+    assert "aria-sort" in script.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

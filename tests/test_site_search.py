@@ -1,11 +1,11 @@
-"""Accent-blind search: the folded index (glossary.sitesearch) and Material's search in Chromium."""
+"""Accent-blind search: the folded index (glossary.site.search)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from glossary.sitesearch import fold_document, fold_index, folded_words
+from glossary.site.search import fold_document, fold_index, folded_words
 
 
 def test_accented_words_are_also_indexed_folded_once() -> None:

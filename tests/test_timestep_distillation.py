@@ -52,7 +52,7 @@ def test_grids_nest_and_start_from_diffusers_ddim() -> None:
 def test_terminal_timestep_is_clean_data() -> None:
     acp = zoo.teacher_scheduler().alphas_cumprod
     a, s = alpha_sigma(acp, torch.tensor([TERMINAL, 0]))
-    assert a[0].item() == 1.0 and s[0].item() == 0.0
+    assert a[0].item() == 1.0 and s[0].item() == 0.0  # exact: sqrt(1) and sqrt(1 - 1)
     assert s[1].item() > 0.0
 
 

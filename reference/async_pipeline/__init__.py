@@ -27,11 +27,53 @@ measured unit times (:func:`~.stages.balanced_split`), not at the bottleneck.
 Package ``reference/async_pipeline/``: :mod:`reference.async_pipeline.stages` (the U-Net as a
 chain of units, exact split), :mod:`reference.async_pipeline.runtime` (two
 ``torch.multiprocessing`` spawn processes, ``torch.distributed`` with the gloo backend,
-``isend``/``irecv`` of the hand-off, one thread per process) and
+``isend``/``irecv`` of the hand-off, one thread per process; the per-rank code),
+:mod:`reference.async_pipeline.launch` (the same ranks started by ``torchrun``) and
 :mod:`reference.async_pipeline.bench` (configuration, the batch sweep, benchmark, demo). Run it
 with ``python -m reference.async_pipeline`` (demo) or ``--bench`` (see ``--help``); on a shared
 CPU set ``OMP_WAIT_POLICY=PASSIVE`` (spinning OpenMP threads of oversubscribed processes were
 measured 10-50x slower).
+
+Across processes and hosts
+--------------------------
+:class:`~.runtime.StagePool` finds its two ranks through a file in a temporary folder
+(``file://`` rendezvous): one machine only. Started by ``torchrun``, each process is told its
+``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` and joins with the
+``env://`` rendezvous; it then runs the very functions the spawned stages run
+(:func:`~.runtime.stage_group`, :func:`~.runtime.run_job`), rank 0 as stage 1 and rank 1 as
+stage 2, and rank 0 alone prints and writes the samples (the demo; ``--bench`` spawns its own
+stages and is refused under a launcher)::
+
+    torchrun --standalone --nproc-per-node=2 -m reference.async_pipeline --quick --threads 1
+    # two hosts, one stage each; run the same line on both (HOST:PORT reachable from both)
+    torchrun --nnodes=2 --nproc-per-node=1 --rdzv-id=pipe --rdzv-backend=c10d \\
+        --rdzv-endpoint=HOST:PORT -m reference.async_pipeline --out DIR
+
+Flag names as in ``torchrun --help`` of torch 2.13 (PyTorch docs, "torchrun (Elastic Launch)",
+https://docs.pytorch.org/docs/stable/elastic/run.html). With the c10d rendezvous the rendezvous
+assigns the ranks and ``--node-rank`` is ignored (it only serves the static rendezvous), so
+either host may become rank 0 and write ``--out``; to pin the roles, use the static rendezvous:
+``--node-rank=0`` on host ``HOST`` (rank 0) and ``1`` on the other, both with
+``--master-addr=HOST --master-port=PORT``.
+A world size other than 2 is refused with one line. Over a network ``c`` of the cost model is a
+latency plus bytes over bandwidth: AsyncDiff hides the hand-off behind stage 2's work, but the
+small ``x_{i+1}`` that rank 1 returns to rank 0 is on the critical path of every step, so each
+step pays at least one network round trip.
+
+On GPUs (NCCL): ``init_process_group("nccl")`` after ``torch.cuda.set_device(LOCAL_RANK)`` (or
+with ``device_id=torch.device("cuda", LOCAL_RANK)``): ``LOCAL_RANK``, not ``RANK``, names the GPU
+on its host, and NCCL wants each process to own its GPU, so one host needs two GPUs. The model,
+the receive buffers and every tensor sent must live on that GPU (NCCL moves CUDA tensors only;
+gloo moves CPU tensors). Point-to-point calls are matched in issue order between a pair of ranks
+and the first one builds the communicator (slow: warm up first). On CUDA, returning from
+``send``/``recv`` or ``Work.wait()`` means the transfer is *enqueued* on NCCL's own stream and its
+result is ordered before later work of the current stream, not that it finished (PyTorch docs,
+"Synchronous and asynchronous collective operations",
+https://docs.pytorch.org/docs/stable/distributed.html): kernels on another stream need explicit
+synchronisation, a tensor given to ``isend`` must stay untouched and alive until its work
+completes, and host timers (our ``perf_counter``) need ``torch.cuda.synchronize()`` or CUDA events.
+That separate stream is what lets a stage compute while its hand-off travels; a host sync inside
+the loop (``.item()``, ``.cpu()``) serialises the two again.
 
 Pitfalls
 --------
@@ -42,6 +84,8 @@ Pitfalls
 * The stage split must compose to the full model exactly (tested), including the skip
   concatenations and the time embedding (each stage recomputes it for its own step).
 * Never leave stage processes behind: :class:`~.runtime.StagePool` joins (or kills) them.
+* Two hosts must agree on the split: rank 0 measures it and broadcasts it, and both load the same
+  sha-checked weights from their own checkout; only rank 0 writes files.
 
 In production: the AsyncDiff reference code builds on diffusers pipelines with
 ``torch.distributed``; PyTorch's ``torch.distributed.pipelining`` implements GPipe/1F1B
@@ -61,6 +105,10 @@ _EXPORTS: dict[str, str] = {
     "JobResult": "runtime",
     "StagePool": "runtime",
     "job_noise": "runtime",
+    "run_job": "runtime",
+    "single_process": "runtime",
+    "stage_group": "runtime",
+    "run_ranks": "launch",
     "Handoff": "stages",
     "balanced_split": "stages",
     "run_units": "stages",

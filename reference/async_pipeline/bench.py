@@ -8,6 +8,25 @@ sequential single process (baseline) against the requests pipelined through the 
 Quality: the single process and AsyncDiff from the same noise on every seed (paired), FDD, KID
 and trajectory PSNR. The headline's limit and its speedup refer to the same configuration: the
 pipeline (two 1-thread stages) against one process with 2 threads (:func:`pipeline_limit`).
+
+The benchmark is one command on one machine: it spawns its two stage processes itself
+(:class:`~.runtime.StagePool`) and is refused under ``torchrun``.
+
+The demo runs either way. ``python -m reference.async_pipeline`` spawns the stages and prints the
+sweep; under ``torchrun`` (``RANK`` and ``WORLD_SIZE`` set) the two launched processes are the
+stages (:mod:`~.launch`), rank 0 prints and writes ``async-pipeline-torchrun.{safetensors,json}``
+into ``--out``, and ``--threads`` is the thread count of each rank::
+
+    # one host, two processes
+    torchrun --standalone --nproc-per-node=2 -m reference.async_pipeline --quick --threads 1
+    # two hosts, one process each: run on both, HOST:PORT reachable from both
+    torchrun --nnodes=2 --nproc-per-node=1 --rdzv-id=pipe --rdzv-backend=c10d \\
+        --rdzv-endpoint=HOST:PORT -m reference.async_pipeline --out DIR
+    # fixed roles (static rendezvous): HOST runs --node-rank=0, is rank 0 and writes the output
+    torchrun --nnodes=2 --nproc-per-node=1 --node-rank=0 --master-addr=HOST --master-port=PORT \\
+        -m reference.async_pipeline --out DIR    # --node-rank=1 on the other host
+
+Any other world size than 2 is one error line (exit 2).
 """
 
 from __future__ import annotations
@@ -17,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference.harness.cli import Option, at_least, check_seeds, int_tuple
+from reference.harness.cli import Option, at_least, check_seeds, int_tuple, launched_rank
 from reference.harness.cost import latency_note
 from reference.harness.results import (
     Figure,
@@ -68,6 +87,13 @@ class Config:
             )
         at_least(self, repeats=1, n_quality=2)
         check_seeds(self.seeds)
+        launched = launched_rank()  # torchrun: one process per stage
+        if launched is not None and launched[1] != 2:
+            from glossary.i18n import ui_lang_from_env
+            from glossary.resulttext import ResultText
+
+            text = ResultText(SLUG, ui_lang_from_env())
+            raise ValueError(text.message("error.world-size", {"world": launched[1]}))
 
 
 FULL = Config()
@@ -81,23 +107,6 @@ OPTIONS = (
     Option("n_quality"),
     Option("seeds", int_tuple, "S,S,..."),
 )
-
-
-def _single_process(unet: Any, job: Any, requests: int = 1) -> list[Any]:
-    import torch
-
-    from reference import zoo
-    from reference.harness import model_eps_fn, sample
-
-    from .runtime import job_noise
-
-    out = []
-    with torch.inference_mode():
-        for r in range(requests):
-            noise, labels = job_noise(job, r)
-            scheduler = zoo.teacher_scheduler()
-            out.append(sample(model_eps_fn(unet), scheduler, noise, steps=job.steps, labels=labels))
-    return out
 
 
 def pipeline_limit(unet: Any, batch: int, split: int, cfg: Config) -> dict[str, float]:
@@ -130,7 +139,7 @@ def sweep(cfg: Config) -> dict[str, Any]:
     from reference import zoo
     from reference.harness import compare_latency
 
-    from .runtime import Job, StagePool
+    from .runtime import Job, StagePool, single_process
     from .stages import balanced_split, unit_names, unit_times_ms
 
     unet = zoo.load_teacher()
@@ -149,14 +158,14 @@ def sweep(cfg: Config) -> dict[str, Any]:
             jobs = {m: Job(n, cfg.steps, mode=m, warmup=cfg.warmup) for m in ("sync", "async")}
             stream = Job(n, cfg.steps, mode="stream", requests=2)
             funcs = {
-                "single": lambda j=jobs["sync"]: _single_process(unet, j),
+                "single": lambda j=jobs["sync"]: single_process(unet, j),
                 "sync": lambda j=jobs["sync"]: pool.run(j),
                 "async": lambda j=jobs["async"]: pool.run(j),
-                "single_x2": lambda j=stream: _single_process(unet, j, requests=2),
+                "single_x2": lambda j=stream: single_process(unet, j),
                 "stream": lambda j=stream: pool.run(j),
             }
             lat = compare_latency(funcs, repeats=cfg.repeats, warmup=1)
-            ref = _single_process(unet, jobs["sync"])[0]
+            ref = single_process(unet, jobs["sync"])[0]
             res_sync = pool.run(jobs["sync"])
             out["per_batch"][n] = {
                 "lat": lat,
@@ -200,7 +209,7 @@ def quality_over_seeds(cfg: Config, split: int) -> Any:
     from reference import zoo
     from reference.harness import class_labels, over_seeds, quality_report, trajectory_deviation
 
-    from .runtime import Job, StagePool
+    from .runtime import Job, StagePool, single_process
 
     unet, labels = zoo.load_teacher(), class_labels(cfg.n_quality)
 
@@ -216,7 +225,7 @@ def quality_over_seeds(cfg: Config, split: int) -> Any:
 
     with StagePool(split) as pool:
         samplers = {
-            "single": lambda seed: _single_process(unet, job("sync", seed))[0],
+            "single": lambda seed: single_process(unet, job("sync", seed))[0],
             "async": lambda seed: pool.run(job("async", seed)).samples[0],
         }
         return over_seeds(samplers, report, cfg.seeds, desc="async-pipeline: quality seeds")
@@ -364,7 +373,10 @@ def _figure(s: dict[str, Any], path: Path) -> Path:
 
 
 def demo(cfg: Config, out: Path) -> None:
-    """A short sweep: the split, a table per batch size and the speedup figure."""
+    """A short sweep: the split, a table per batch size and the speedup figure; under
+    ``torchrun``, this process is one stage (:mod:`~.launch`) and only rank 0 prints."""
+    if launched_rank() is not None:
+        return _launched_demo(cfg, out)
     s = sweep(cfg)
     split = s["split"]
     print(f"split after unit {split}: stage 1 = {', '.join(s['units'][:split])}")
@@ -379,3 +391,14 @@ def demo(cfg: Config, out: Path) -> None:
             f"{d['limit']:6.2f}"
         )
     print(f"figure: {_figure(s, out / f'{SLUG}-demo.png')}")
+
+
+def _launched_demo(cfg: Config, out: Path) -> None:
+    from glossary.i18n import ui_lang_from_env
+    from glossary.resulttext import ResultText
+
+    from .launch import report, run_ranks, write
+
+    state = run_ranks(cfg)
+    if state is not None:  # rank 0
+        report(*write(cfg, state, out), ResultText(SLUG, ui_lang_from_env()))

@@ -2,8 +2,11 @@
 
 :class:`StagePool` spawns the two ranks once (``torch.multiprocessing``, start method
 ``spawn``), each with **one** intra-op thread, and keeps them alive; ``pool.run(job)`` sends a
-:class:`Job` to both and returns the last stage's samples plus each rank's compute time. The
-same code runs on GPUs with ``backend="nccl"`` and one device per rank.
+:class:`Job` to both and returns the last stage's samples plus each rank's compute time. Under
+``torchrun`` (:mod:`~.launch`) the launched processes are the two ranks instead, and join with
+the ``env://`` rendezvous; both launchers run the same per-rank code, :func:`stage_group` and
+:func:`run_job`. On GPUs the same loop needs ``backend="nccl"``, one device per rank and its
+tensors on that device (see the package docstring).
 
 Modes
 -----
@@ -22,7 +25,8 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,24 +190,53 @@ def _build_unet(source: Mapping[str, Any] | None) -> torch.nn.Module:
     return unet.eval()
 
 
+@contextmanager
+def stage_group(init_method: str = "env://", rank: int = -1) -> Iterator[None]:
+    """The two ranks' process group (gloo): ``file://`` from :class:`StagePool`, ``env://``
+    (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``) under ``torchrun``."""
+    world = 2 if rank >= 0 else -1  # -1: read RANK and WORLD_SIZE from the environment
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world)
+    try:
+        if dist.get_world_size() != 2:
+            raise RuntimeError(f"the pipeline has 2 stages, got world size {dist.get_world_size()}")
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def run_job(rank: int, unet: torch.nn.Module, split: int, job: Job) -> tuple[Any, float, float]:
+    """One job on this rank between two barriers: ``(samples on rank 1 else None, compute s,
+    wall s)``. The per-rank function of both launchers."""
+    dist.barrier()
+    start = time.perf_counter()
+    samples, compute = _run_rank(rank, unet, split, job)
+    dist.barrier()
+    return samples, compute, time.perf_counter() - start
+
+
+def single_process(unet: torch.nn.Module, job: Job) -> list[torch.Tensor]:
+    """The exact sampler in this process from the job's noise (one batch per request)."""
+    from reference import zoo
+    from reference.harness import model_eps_fn, sample
+
+    requests = job.requests if job.mode == "stream" else 1
+    out = []
+    with torch.inference_mode():
+        for r in range(requests):
+            noise, labels = job_noise(job, r)
+            scheduler = zoo.teacher_scheduler()
+            out.append(sample(model_eps_fn(unet), scheduler, noise, steps=job.steps, labels=labels))
+    return out
+
+
 def _worker(
     rank: int, init_file: str, split: int, source: Any, inbox: list[Any], outbox: Any
 ) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
-    try:
+    with stage_group(f"file://{init_file}", rank):
         unet = _build_unet(source)
-        while True:
-            job = inbox[rank].get()
-            if job is None:
-                break
-            dist.barrier()
-            start = time.perf_counter()
-            samples, compute = _run_rank(rank, unet, split, job)
-            dist.barrier()
-            outbox.put((rank, samples, compute, time.perf_counter() - start))
-    finally:
-        dist.destroy_process_group()
+        for job in iter(inbox[rank].get, None):
+            outbox.put((rank, *run_job(rank, unet, split, job)))
 
 
 class StagePool:

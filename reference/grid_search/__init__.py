@@ -18,16 +18,40 @@ Bengio (2012, JMLR 13:281-305) showed that random search finds equally good poin
 fewer trials when only a few axes matter, and TPE (Bergstra et al. 2011, NeurIPS) models good
 regions adaptively. The benchmark replays both against the full grid from cached values.
 
-Running it on many machines =========================== Optuna's ``GridSampler`` with an RDB storage
-(``--storage sqlite:///study.db``, or any SQLAlchemy URL such as ``postgresql://user@host/db``) and
-``load_if_exists=True`` lets the same command run on any number of machines: each worker asks the
-storage for a grid point nobody has claimed. Killed workers are handled with **heartbeats** (the
-choice made here): a RUNNING trial whose worker stopped sending heartbeats for ``--grace`` seconds
-is marked FAIL by ``optuna.storages.fail_stale_trials`` and re-queued with its grid point by
+Running it on many machines
+===========================
+Every worker runs the same command against one shared storage and study name; each asks the
+storage for a grid point nobody has claimed, so machines can join, leave or crash at any time:
+
+    python -m reference.grid_search --study NAME --space full \\
+        --storage postgresql+psycopg://user:pw@host/db
+
+Which storage (``--storage``, checked before any work; [`storage`][reference.grid_search.storage]):
+
+* **PostgreSQL** (``postgresql+psycopg://user:pw@host/db``, Optuna's ``RDBStorage``): many
+  machines, any number of workers. Row locks make popping a queued trial atomic, and heartbeats
+  find dead workers. The choice for a team (for thousands of nodes Optuna puts a
+  ``GrpcStorageProxy`` in front of one database).
+* **Journal file** (``journal:///PATH``, ``JournalStorage`` on a ``JournalFileBackend``): a shared
+  file system and no database server. Optuna offers it for exactly this case (its tutorial
+  "Easy Parallelization"; the backend's docstring: NFS breaks SQLite's ``fcntl`` locks, so the
+  journal takes its own lock file, ``JournalFileSymlinkLock`` by default, for NFSv2 and later,
+  or ``JournalFileOpenLock`` for NFSv3 and later). It has no heartbeat in Optuna 5.0
+  (optuna/optuna#6615), so here ``--grace`` bounds how long one trial may run (set it above the
+  slowest point); the machines' clocks must agree (NTP); a worker killed while it holds the
+  lock file stalls the others for the lock's 30 s grace period.
+* **SQLite** (``sqlite:///study.db``, the default in the output folder): one machine, one or a
+  few workers. Optuna's ``RDBStorage`` documentation advises against SQLite for parallel
+  optimization: a writer locks the whole file, and a busy study gets "database is locked".
+  Never on a network file system.
+
+Killed workers are handled with **heartbeats** (the choice made here): a RUNNING trial whose worker
+stopped sending heartbeats for ``--grace`` seconds is marked FAIL by
+``optuna.storages.fail_stale_trials`` and re-queued with its grid point by
 ``RetryHeartbeatStaleTrialCallback``; the worker loop of [`search`][reference.grid_search.search]
-additionally waits instead of duplicating a point that another worker is still running.
-Re-enqueueing failed points by hand (``study.enqueue_trial``) is the fallback for trials that failed
-by exception.
+additionally waits instead of duplicating a point that another worker is still running, and a trial
+that finds its point already claimed gives up. Each point ends COMPLETE exactly once, tested with
+three workers killed and restarted on each storage, PostgreSQL included.
 
 Pitfalls
 ========
@@ -35,11 +59,15 @@ Pitfalls
 * Choosing and reporting on the same samples is optimistic (the winner's curse): the grid is
   scored on selection seeds and the choice is reported on held-out seeds, beside the best
   single-axis setting, so that the search is credited only with what it adds.
-* Latency of one run on a shared CPU is noisy: the chosen point is re-measured interleaved
-  against the default before any speedup is claimed.
 * A sampler is only as good as its settings: the grid uses the harness's
   (`reference.harness.schedulers`), the ones this model needs.
+* Latency of one run on a shared CPU is noisy: the chosen point is re-measured interleaved
+  against the default before any speedup is claimed; latencies measured on different machines
+  of one study are not comparable (each trial records its ``worker``, ``host:pid``).
 * ``GridSampler`` numbers points after a seeded shuffle: all workers must use the same seed.
+* Several workers that share a ``GridSampler`` can draw the same point at the same instant
+  (optuna/optuna#2039, documented as expected); the claim check of
+  [`search`][reference.grid_search.search] gives the later claim up.
 * SQLite over a network file system is not safe for concurrent writers; use a server database
   for many machines.
 
@@ -47,9 +75,10 @@ In production: ``optuna.samplers.GridSampler`` + ``optuna.storages.RDBStorage`` 
 Ray Tune's ``tune.grid_search``, or W&B sweeps ``method: grid``.
 
 Package ``reference/grid_search/``: [`reference.grid_search.search`][reference.grid_search.search]
-(the crash-safe worker on an RDB storage, [`run_grid`][reference.grid_search.search.run_grid]),
-[`reference.grid_search.objective`][reference.grid_search.objective] (what a grid point costs and
-how good it is; the training-hyperparameter objective),
+(the crash-safe worker on a shared storage, [`run_grid`][reference.grid_search.search.run_grid]),
+[`reference.grid_search.storage`][reference.grid_search.storage] (which storage, and how it finds
+trials whose worker died), [`reference.grid_search.objective`][reference.grid_search.objective]
+(what a grid point costs and how good it is; the training-hyperparameter objective),
 [`reference.grid_search.analysis`][reference.grid_search.analysis] (Pareto front, choice rule, grid
 vs random vs TPE) and [`reference.grid_search.bench`][reference.grid_search.bench] (configuration,
 benchmark, and the worker as the demo). One worker: ``python -m reference.grid_search --storage URL
@@ -59,7 +88,7 @@ benchmark, and the worker as the demo). One worker: ``python -m reference.grid_s
 
 from __future__ import annotations
 
-from .analysis import best_so_far_curves, choose, pareto_front, same_point
+from .analysis import best_so_far_curves, choose, pareto_front, same_point, single_axis_choice
 from .objective import (
     DEFAULT_POINT,
     FULL_SPACE,
@@ -74,17 +103,18 @@ from .objective import (
 from .search import (
     GridStatus,
     completed_table,
-    fail_orphaned_trials,
     grid_points,
     grid_status,
     open_study,
     run_grid,
     run_worker,
 )
+from .storage import JOURNAL, fail_orphaned_trials, open_storage, storage_kind
 
 __all__ = [
     "DEFAULT_POINT",
     "FULL_SPACE",
+    "JOURNAL",
     "QUICK_SPACE",
     "SAMPLERS",
     "SPACES",
@@ -97,11 +127,14 @@ __all__ = [
     "grid_points",
     "grid_status",
     "model_objective",
+    "open_storage",
     "open_study",
     "pareto_front",
     "run_grid",
     "run_worker",
     "same_point",
+    "single_axis_choice",
+    "storage_kind",
     "toy_objective",
     "train_objective",
 ]

@@ -10,10 +10,18 @@ varying only the number of steps of the default sampler) and DDIM at the choice'
 (matched cost), all timed in one interleaved comparison. A second study searches training learning
 rates, and grid vs random vs TPE are replayed from the cached grid.
 
-The demo *is* the distributed worker: run the same command on any number of machines with one
-``--storage`` URL (``postgresql://...``) and ``--study`` name, and they share the grid:
+The demo *is* the distributed worker: run the same command on each of any number of machines
+with one ``--storage`` and ``--study`` name, and they share the grid (each point is stored
+COMPLETE exactly once; the point of a killed worker is re-run by another):
 
-    python -m reference.grid_search --storage sqlite:///study.db --study s --space full
+    python -m reference.grid_search --study NAME --space full \\
+        --storage postgresql+psycopg://user:pw@host/db
+
+``--storage`` picks where the study lives (see [`storage`][reference.grid_search.storage] and the
+package docstring): ``postgresql+psycopg://...`` for many machines (a database server),
+``journal:///PATH`` for a shared file system without one (no heartbeat: ``--grace`` must exceed the
+slowest trial), and ``sqlite:///study.db`` (the default, in ``--out``) for one machine with one or a
+few workers.
 """
 
 from __future__ import annotations
@@ -88,6 +96,13 @@ class Config:
         at_least(self, sleep=0)
         if not self.study.strip():
             raise ValueError("--study must not be empty")
+        if self.storage:
+            from .storage import storage_kind
+
+            try:
+                storage_kind(self.storage)
+            except ValueError as exc:
+                raise ValueError(f"--storage {exc}") from None
 
 
 FULL = Config()

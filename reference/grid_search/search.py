@@ -1,7 +1,8 @@
-"""Crash-safe grid search with Optuna's ``GridSampler`` on an RDB storage (SQLite by default).
+"""Crash-safe grid search with Optuna's ``GridSampler`` on a shared storage (SQLite by default).
 
-Every worker runs the same command against the same storage URL and study name; the storage
-is the only coordination. [`run_worker`][reference.grid_search.search.run_worker] loops:
+Every worker runs the same command against the same storage (an RDB URL or a journal file, see
+[`storage`][reference.grid_search.storage]) and study name; the storage is the only coordination.
+[`run_worker`][reference.grid_search.search.run_worker] loops:
 
 1. ``fail_stale_trials``: a trial whose worker stopped sending heartbeats for ``grace`` seconds
    (killed, machine lost) is marked FAIL, and `optuna.storages.RetryHeartbeatStaleTrialCallback`
@@ -9,38 +10,51 @@ is the only coordination. [`run_worker`][reference.grid_search.search.run_worker
    Optuna only judges trials that have a heartbeat: a worker killed between creating its trial and
    recording the first heartbeat (a window of milliseconds, wider on a loaded machine) would leave
    the point RUNNING forever, so
-   [`fail_orphaned_trials`][reference.grid_search.search.fail_orphaned_trials] treats such a trial
-   the same way once it is older than ``grace``;
+   [`fail_orphaned_trials`][reference.grid_search.storage.fail_orphaned_trials] treats such a trial
+   the same way once it is older than ``grace`` (on a journal file, which has no heartbeat, every
+   RUNNING
+   trial: ``grace`` bounds a trial's run time there);
 2. grid points that failed without a pending retry (an exception, retries used up) are
-   re-enqueued with ``enqueue_trial`` (fixed parameters);
+   queued again as WAITING trials with their ``grid_id``;
 3. if every point is COMPLETE the worker exits; if the remaining points are all RUNNING in other
    workers, it waits (they finish, or go stale and come back as WAITING);
 4. otherwise it runs exactly one trial (``study.optimize(n_trials=1)``): a WAITING retry first,
-   else the ``GridSampler`` picks a point that no trial has claimed.
+   else the ``GridSampler`` picks a point that no trial has claimed. Before evaluating, the
+   trial checks its claim: if another RUNNING or COMPLETE trial holds the same point, it gives
+   up (PRUNED, with ``duplicate_of``). If another worker judged this live trial stale
+   meanwhile, its result can no longer be stored: the worker drops it and goes on, and the
+   retry evaluates the point.
 
-Why the loop instead of ``study.optimize(n_trials=None)``: at the tail of a study
-``GridSampler`` deliberately hands out points that are still RUNNING elsewhere ("all grids should
-be evaluated before stopping"), which duplicates work, and a point whose worker was killed
-stays RUNNING (counted as claimed) until someone marks it stale. Checking the grid state before
-every trial gives "each point COMPLETE exactly once" for any number of kills and restarts.
-Remaining race: two workers that ask at the same instant may draw the same free point (the
-sampler picks randomly among free points to make this rare); the duplicate is detected by
-[`grid_status`][reference.grid_search.search.grid_status] and reported, never hidden.
+Why the loop instead of ``study.optimize(n_trials=None)``: at the tail of a study ``GridSampler``
+deliberately hands out points that are still RUNNING elsewhere ("all grids should be evaluated
+before stopping"), which duplicates work, and a point whose worker was killed stays RUNNING (counted
+as claimed) until someone marks it stale. Checking the grid state before every trial keeps that from
+happening; it does not stop two workers that ask at the same instant from drawing the same point,
+which Optuna documents as expected for a ``GridSampler`` shared by several workers
+(optuna/optuna#2039). The claim check closes that gap: a claim (RUNNING state and grid point) is
+stored before it is checked, so of two claims of one point the one checked later always sees the
+other and gives up (both may, and the point is then queued again as in step 2). Every point ends
+COMPLETE exactly once for any number of workers, kills and restarts;
+[`grid_status`][reference.grid_search.search.grid_status] counts duplicates anyway, so a broken
+protocol is reported, never hidden.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import socket
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import optuna
-from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback, fail_stale_trials
+from optuna.storages import fail_stale_trials
 from optuna.trial import FrozenTrial, Trial, TrialState
+
+from .storage import fail_orphaned_trials, open_storage
 
 GridValue = str | int | float
 SearchSpace = Mapping[str, Sequence[GridValue]]
@@ -56,6 +70,11 @@ def grid_points(space: SearchSpace) -> list[dict[str, GridValue]]:
         dict(zip(names, values, strict=True))
         for values in itertools.product(*(space[n] for n in names))
     ]
+
+
+def worker_id() -> str:
+    """This process as ``host:pid``: the ``worker`` user attribute of the trials it runs."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _key(params: Mapping[str, Any], space: SearchSpace) -> tuple[Any, ...]:
@@ -86,17 +105,14 @@ def grid_status(study: optuna.Study, space: SearchSpace) -> GridStatus:
     complete: dict[tuple[Any, ...], int] = {}
     running, waiting, failed = set(), set(), set()
     for t in study.get_trials(deepcopy=False):
-        params = t.params or t.system_attrs.get("fixed_params", {})
-        if not params and "grid_id" in t.system_attrs:
-            params = _params_of_grid_id(t, study.sampler)
-        key = _key(params, space)
+        key = _point_key(t, study.sampler, space)
         if t.state == TrialState.COMPLETE:
             complete[key] = complete.get(key, 0) + 1
         elif t.state == TrialState.RUNNING:
             running.add(key)
         elif t.state == TrialState.WAITING:
             waiting.add(key)
-        elif t.state == TrialState.FAIL:
+        elif t.state in (TrialState.FAIL, TrialState.PRUNED):  # PRUNED: a claim given up
             failed.add(key)
     claimed = set(complete) | running | waiting
     unretried = [points[k] for k in sorted(failed - claimed, key=str) if k in points]
@@ -109,6 +125,14 @@ def grid_status(study: optuna.Study, space: SearchSpace) -> GridStatus:
         failed_unretried=unretried,
         duplicates=sum(c - 1 for c in complete.values()),
     )
+
+
+def _point_key(t: FrozenTrial, sampler: Any, space: SearchSpace) -> tuple[Any, ...]:
+    """The grid point of a trial: suggested, fixed (``enqueue_trial``) or only assigned."""
+    params = t.params or t.system_attrs.get("fixed_params", {})
+    if not params and "grid_id" in t.system_attrs:
+        params = _params_of_grid_id(t, sampler)
+    return _key(params, space)
 
 
 def _params_of_grid_id(t: FrozenTrial, sampler: Any) -> dict[str, GridValue]:
@@ -137,12 +161,7 @@ def open_study(
         raise ValueError(f"need heartbeat >= 1 and grace > heartbeat, got {heartbeat}, {grace}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        storage = RDBStorage(
-            storage_url,
-            heartbeat_interval=heartbeat,
-            grace_period=grace,
-            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry),
-        )
+        storage = open_storage(storage_url, heartbeat=heartbeat, grace=grace, max_retry=max_retry)
     return optuna.create_study(
         storage=storage,
         study_name=study_name,
@@ -152,43 +171,39 @@ def open_study(
     )
 
 
-def _rdb_storage(study: optuna.Study) -> RDBStorage | None:
-    storage = getattr(study._storage, "_backend", study._storage)
-    return storage if isinstance(storage, RDBStorage) else None
+def _enqueue_point(study: optuna.Study, params: Mapping[str, GridValue]) -> None:
+    """Queue a WAITING trial of a grid point the way the retry callback does (by ``grid_id``):
+    ``enqueue_trial`` would fix its parameters without a ``grid_id``, which
+    ``GridSampler.after_trial`` requires when one point is left (KeyError)."""
+    sampler = study.sampler
+    grid = tuple(params[n] for n in sampler._param_names)
+    system_attrs = {
+        "grid_id": sampler._all_grids.index(grid),
+        "search_space": sampler._search_space,
+    }
+    study.add_trial(optuna.trial.create_trial(state=TrialState.WAITING, system_attrs=system_attrs))
 
 
-def fail_orphaned_trials(study: optuna.Study, now: datetime | None = None) -> list[int]:
-    """Fail (and retry) RUNNING trials that never recorded a heartbeat and are older than grace.
+def _other_claim(study: optuna.Study, trial_id: int, space: SearchSpace) -> int | None:
+    """The number of another RUNNING or COMPLETE trial of this trial's grid point, if any."""
+    trials = study.get_trials(deepcopy=False)
+    mine = next(t for t in trials if t._trial_id == trial_id)
+    key = _point_key(mine, study.sampler, space)
+    live = (TrialState.RUNNING, TrialState.COMPLETE)
+    others = (t for t in trials if t._trial_id != trial_id and t.state in live)
+    return next((t.number for t in others if _point_key(t, study.sampler, space) == key), None)
 
-    ``fail_stale_trials`` skips a trial without a heartbeat row, so a worker killed before its
-    first heartbeat would orphan its grid point. ``now`` (local time, as Optuna's
-    ``datetime_start``) is for tests. Returns the numbers of the trials failed here.
-    """
-    import sqlalchemy
 
-    rdb = _rdb_storage(study)
-    if rdb is None or rdb.heartbeat_interval is None:
-        return []
-    grace = rdb.grace_period or 2 * rdb.heartbeat_interval
-    now = now or datetime.now()
-    with rdb.engine.connect() as conn:
-        rows = conn.execute(sqlalchemy.text("SELECT trial_id FROM trial_heartbeats"))
-        beating = {int(r[0]) for r in rows}
-    callback = rdb.get_heartbeat_stale_trial_callback()
-    failed: list[int] = []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if t._trial_id in beating or t.datetime_start is None:
-            continue
-        if (now - t.datetime_start).total_seconds() <= grace:
-            continue
-        try:
-            study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-        except RuntimeError:  # finished meanwhile (UpdateFinishedTrialError)
-            continue
-        failed.append(t.number)
-        if callback is not None:
-            callback(study, study._storage.get_trial(t._trial_id))
-    return failed
+def _taken_over(study: optuna.Study, trial_id: int) -> bool:
+    """Whether another worker finished this trial while it ran here: failed it as stale and
+    queued a retry (only the stale-trial callback writes ``retry_history``), or completed it
+    (SQLite can hand one WAITING trial to two workers, optuna/optuna#4002)."""
+    trial = study._storage.get_trial(trial_id)
+    if trial.state == TrialState.COMPLETE:
+        return True
+    trials = study.get_trials(deepcopy=False)
+    retried = any(trial.number in t.system_attrs.get("retry_history", ()) for t in trials)
+    return trial.state == TrialState.FAIL and retried
 
 
 def run_worker(
@@ -200,8 +215,15 @@ def run_worker(
     on_trial: Callable[[GridStatus], None] | None = None,
 ) -> GridStatus:
     """Evaluate grid points until every point is COMPLETE (see the module docstring)."""
+    started: list[int] = []  # the trial id of the current ``optimize`` call
 
     def optuna_objective(trial: Trial) -> tuple[float, ...]:
+        started.append(trial._trial_id)
+        trial.set_user_attr("worker", worker_id())
+        other = _other_claim(study, trial._trial_id, space)
+        if other is not None:  # two workers claimed one point: give this claim up
+            study._storage.set_trial_system_attr(trial._trial_id, "duplicate_of", other)
+            raise optuna.TrialPruned(f"grid point held by trial {other}")
         params = {n: trial.suggest_categorical(n, list(space[n])) for n in sorted(space)}
         values = dict(objective(params))
         for k, v in values.items():
@@ -217,13 +239,19 @@ def run_worker(
         if status.done:
             return status
         for params in status.failed_unretried:
-            study.enqueue_trial(params, skip_if_exists=False)
+            _enqueue_point(study, params)
         if status.failed_unretried:
             continue
         if status.free == 0 and status.waiting == 0:
             time.sleep(poll_s)  # the rest is RUNNING elsewhere (or about to go stale)
             continue
-        study.optimize(optuna_objective, n_trials=1, catch=())
+        started.clear()
+        try:
+            study.optimize(optuna_objective, n_trials=1, catch=())
+        except Exception:
+            if not (started and _taken_over(study, started[-1])):
+                raise
+            continue  # its result is another worker's now (see the module docstring)
         if on_trial is not None:
             on_trial(grid_status(study, space))
 

@@ -1,91 +1,27 @@
 """The measured part of a technique page, rendered from a language-neutral result file.
 
-A result (:mod:`reference.harness.schema`, version 2) holds ids and numbers; every word shown
-here comes from the gettext catalogs through :class:`glossary.resulttext.ResultText` (the
-technique's own catalog, then the shared ``results`` catalog), and every number is formatted
-for the page's locale by Babel. A summary table (configuration, role, quality, speedup with its
-95% interval beside the limit) comes first; the full measurement table sits in a second content
-tab, so that the page never scrolls sideways for the headline.
-
-Only standard results are published: :func:`load_results` refuses a non-standard or ``--quick``
-result unless the build explicitly allows it (``GLOSSARY_ALLOW_NONSTANDARD=1``, for tests).
+Every word shown here comes from the gettext catalogs through
+:class:`glossary.resulttext.ResultText` (the technique's own catalog, then the shared ``results``
+catalog), and every number is formatted for the page's locale by Babel. A summary table
+(configuration, role, quality, speedup with its 95% interval beside the limit) comes first; the
+full measurement table sits in a second content tab, so that the page never scrolls sideways for
+the headline.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .resulttext import ResultText, format_number
+from glossary.resulttext import ResultText
+from glossary.site.formatting import format_date, interval, number
+from glossary.site.markdown import admonition, escape_markdown, escape_text, heading, table_row
 
-ALLOW_ENV = "GLOSSARY_ALLOW_NONSTANDARD"
 ARROWS = {"lower": "↓", "higher": "↑"}
 
 
-class ResultError(Exception):
-    """A result file that cannot be published (unreadable, invalid, non-standard)."""
-
-
-@dataclass
-class Results:
-    """The benchmark results that exist, keyed by technique slug."""
-
-    directory: Path
-    by_slug: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def _problems(data: Any, path: Path, allow_nonstandard: bool) -> list[str]:
-    from reference.harness.schema import validate_result
-
-    problems = validate_result(data)
-    if problems:
-        return problems
-    if data["slug"] != path.stem:
-        problems.append(f"slug: {data['slug']!r} does not match the file name")
-    if not allow_nonstandard and (not data["standard"] or data["quick"]):
-        problems.append("not a standard run (quick or options changed); rerun glossary bench")
-    return problems
-
-
-def load_results(directory: Path, allow_nonstandard: bool | None = None) -> Results:
-    """Read and validate every ``<slug>.json`` in ``directory`` (missing folder: no results)."""
-    if allow_nonstandard is None:
-        allow_nonstandard = os.environ.get(ALLOW_ENV) == "1"
-    results = Results(directory)
-    if not directory.is_dir():
-        return results
-    for path in sorted(directory.glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ResultError(f"{path}: cannot read result: {exc}") from None
-        problems = _problems(data, path, allow_nonstandard)
-        if problems:
-            raise ResultError(f"{path}: " + "; ".join(problems))
-        results.by_slug[path.stem] = data
-    return results
-
-
-def number(value: Any, lang: str, spec: str = ".4g") -> str:
-    """A measured value for ``lang`` (``—`` when it was not measured)."""
-    if value is None or isinstance(value, bool):
-        return "—"
-    return format_number(float(value), lang, spec)
-
-
-def interval(span: Any, lang: str, spec: str = ".3g") -> str:
-    """``[lo – hi]`` in the locale's digits ('' without an interval)."""
-    if not span:
-        return ""
-    return f" [{number(span[0], lang, spec)}–{number(span[1], lang, spec)}]"
-
-
 def metric_header(text: ResultText, key: str, meta: dict[str, Any]) -> str:
-    from .sitegen import escape_text
-
+    """A metric's name, unit and the arrow of its better direction."""
     unit = text.unit(meta["unit"])
     label = escape_text(text.metric(key))
     arrow = ARROWS[meta["better"]]
@@ -103,8 +39,6 @@ def _cell(row: dict[str, Any], key: str, lang: str) -> str:
 
 def summary_table(result: dict[str, Any], text: ResultText, lang: str) -> list[str]:
     """Configuration, role, the headline quality metric and the speedup with its interval."""
-    from .sitegen import escape_text, table_row
-
     metrics = result["metrics"]
     head = result["headline"] or {}
     keys = [k for k in (head.get("quality_metric"), "speedup") if k and k in metrics]
@@ -122,8 +56,6 @@ def summary_table(result: dict[str, Any], text: ResultText, lang: str) -> list[s
 
 def full_table(result: dict[str, Any], text: ResultText, lang: str) -> list[str]:
     """Every metric of every row."""
-    from .sitegen import escape_text, table_row
-
     metrics = result["metrics"]
     header = [text.message("site.configuration"), text.message("site.role")]
     header += [metric_header(text, k, m) for k, m in metrics.items()]
@@ -136,6 +68,7 @@ def full_table(result: dict[str, Any], text: ResultText, lang: str) -> list[str]
 
 
 def headline_line(result: dict[str, Any], text: ResultText, lang: str) -> list[str]:
+    """Speedup [interval] (limit), memory and quality ratios, and the anomaly flags."""
     head = result["headline"]
     if not head:
         return []
@@ -157,8 +90,6 @@ def headline_line(result: dict[str, Any], text: ResultText, lang: str) -> list[s
         metric = text.metric(head["quality_metric"]) if head["quality_metric"] else ""
         parts.append(text.message("site.quality-ratio") + f" **{ratio}** ({metric})")
     lines = [" · ".join(parts), ""] if parts else []
-    from .sitegen import admonition, escape_markdown
-
     for anomaly in result["anomalies"]:
         lines += [admonition("danger", text.message("site.anomaly")), ""]
         lines += ["    " + escape_markdown(text.anomaly(anomaly)), ""]
@@ -166,8 +97,7 @@ def headline_line(result: dict[str, Any], text: ResultText, lang: str) -> list[s
 
 
 def aims_table(result: dict[str, Any], text: ResultText, lang: str) -> list[str]:
-    from .sitegen import escape_text, heading, table_row
-
+    """Every aim: what it asks, the measured value [interval], the target and its state."""
     if not result["aims"]:
         return []
     symbols = {">=": "≥", "<=": "≤", ">": ">", "<": "<"}
@@ -194,8 +124,6 @@ def aims_table(result: dict[str, Any], text: ResultText, lang: str) -> list[str]
 
 def legend(text: ResultText) -> list[str]:
     """What the roles, the interval, the limit and the three aim states mean."""
-    from .sitegen import admonition
-
     return [
         admonition("info", text.message("site.legend-title")),
         "",
@@ -204,20 +132,8 @@ def legend(text: ResultText) -> list[str]:
     ]
 
 
-def figures(result: dict[str, Any], text: ResultText, figures_dir: str) -> list[str]:
-    from .sitegen import escape_markdown, escape_text
-
-    lines = []
-    for fig in result["figures"]:
-        caption = text.caption(fig)
-        lines += [f"![{escape_text(caption)}](../../{figures_dir}/{fig['file']})", ""]
-        lines += [f"*{escape_markdown(caption)}*", ""]
-    return lines
-
-
 def provenance(result: dict[str, Any], text: ResultText, lang: str) -> list[str]:
-    from .sitegen import escape_text, format_date
-
+    """Commit, versions, machine, load and date of the run, and its settings."""
     prov = result["provenance"]
     versions = ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
     load = prov["load_average"]
@@ -241,11 +157,10 @@ def provenance(result: dict[str, Any], text: ResultText, lang: str) -> list[str]
 
 
 def benchmark_section(
-    slug: str, result: dict[str, Any] | None, lang: str, figures_dir: str, command: str
+    slug: str, result: dict[str, Any] | None, lang: str, command: str, shown: list[str]
 ) -> list[str]:
-    """The page's benchmark section, or a plain statement that nothing was measured."""
-    from .sitegen import escape_markdown, heading
-
+    """The page's benchmark section, or a plain statement that nothing was measured; ``shown``
+    are the figure blocks (:mod:`glossary.site.figures`) of its result."""
     text = ResultText(slug, lang)
     lines = [heading(2, text.message("site.benchmark"), "benchmark"), ""]
     if result is None:
@@ -261,30 +176,8 @@ def benchmark_section(
     if result["notes"]:
         lines += [heading(3, text.message("site.notes"), "notes"), ""]
         lines += [f"- {escape_markdown(text.note(n))}" for n in result["notes"]] + [""]
-    shown = figures(result, text, figures_dir)
     if shown:
         lines += [heading(3, text.message("site.figures"), "figures"), "", *shown]
     lines += provenance(result, text, lang)
     lines += [text.message("site.reproduce") + f": `{command}`", ""]
     return lines
-
-
-def compare_cells(result: dict[str, Any], lang: str) -> list[str]:
-    """Speedup [interval], limit (kind), quality ratio and the aims' states for the compare page."""
-    text = ResultText(result["slug"], lang)
-    head = result["headline"] or {}
-    speed = number(head.get("speedup"), lang, ".3g")
-    if head.get("speedup") is not None:
-        speed += "×" + interval(head.get("speedup_interval"), lang)
-    if result["anomalies"]:
-        speed += " ⚠ " + text.message("site.anomaly")
-    limit = number(head.get("speedup_limit"), lang, ".3g")
-    if head.get("speedup_limit") is not None:
-        kind = "site.limit-bound" if head.get("limit_kind") == "bound" else "site.limit-estimate"
-        limit += f"× ({text.message(kind)})"
-    quality = number(head.get("quality_ratio"), lang, ".3g")
-    states = [a["state"] for a in result["aims"]]
-    aims = " · ".join(
-        f"{states.count(s)} {text.state(s)}" for s in ("met", "missed", "inconclusive")
-    )
-    return [speed, limit, quality, aims or "—"]

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .export import export_text
-from .model import Glossary
-from .resulttext import ResultText, format_number
+from glossary.export import export_text
+from glossary.model import Glossary
+from glossary.resulttext import ResultText, format_number
+from glossary.site.markdown import table_row
 
 DOWNLOADS_DIR = "assets/downloads"
-SCHEMA_FILE = Path(__file__).with_name("export.schema.json")
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "export.schema.json"
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,6 @@ def _size(n: int, lang: str) -> str:
 def page(lang: str, sizes: dict[str, int], today: datetime | None = None) -> str:
     """The downloads page of ``lang``: one row per file with its size and the build date."""
     from babel.dates import format_date
-
-    from .sitegen import table_row
 
     text = ResultText("results", lang)
     when = format_date((today or datetime.now(UTC)).date(), format="long", locale=lang)

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .normalize import normalize
+from glossary.normalize import normalize
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -45,7 +45,7 @@ def fold_document(doc: dict[str, Any]) -> bool:
 
 def fold_index(site_dir: Path) -> int:
     """Fold every search index under ``site_dir``; return the number of documents changed."""
-    from .safewrite import atomic_write_text
+    from glossary.safewrite import atomic_write_text
 
     changed = 0
     for path in sorted(site_dir.rglob("search_index.json")):

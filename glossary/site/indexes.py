@@ -1,0 +1,120 @@
+"""The index pages of each language: the A-Z index and the category pages.
+
+The A-Z index buckets every term and alias under the letters of the language's alphabet with
+ICU's alphabetic index (so ``Ñ`` is its own letter in Spanish and ``Ё`` files under ``Е``), in the
+language's collation. The home pages are hand-written (``site_src/<lang>/index.md``); the
+comparison page is :mod:`glossary.site.compare`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from glossary.model import Entry
+from glossary.schema import CATEGORIES
+from glossary.site.context import Context
+from glossary.site.formatting import translator
+from glossary.site.markdown import escape_markdown, escape_text
+from glossary.site.urls import sorted_entries, term_link
+
+
+def bucket_id(label: str) -> str:
+    """The anchor of a letter: ``letter-a``, or code points for other scripts."""
+    if re.fullmatch(r"[A-Za-z]", label):
+        return f"letter-{label.lower()}"
+    return "letter-" + "-".join(f"u{ord(c):04x}" for c in label)
+
+
+def alphabetic_buckets(names: list[tuple[str, Any]], lang: str) -> list[tuple[str, list[Any]]]:
+    """Group ``(name, payload)`` pairs under the letters of ``lang``'s alphabet (ICU), in
+    collation order; Latin letters follow in es and ru for Latin-script names."""
+    import icu
+
+    from glossary.collation import sort_key
+
+    index = icu.AlphabeticIndex(icu.Locale(lang))
+    if lang != "en":
+        index.addLabels(icu.Locale.getEnglish())
+    key = sort_key(lang)
+    for i, (name, _payload) in enumerate(names):
+        index.addRecord(name, i)
+    buckets: list[tuple[str, list[Any]]] = []
+    while index.nextBucket():
+        items = []
+        while index.nextRecord():
+            items.append(names[index.recordData])
+        if items:
+            items.sort(key=lambda pair: key(pair[0]))
+            buckets.append((index.bucketLabel, [payload for _name, payload in items]))
+    return buckets
+
+
+def _names(lang: str, ctx: Context) -> list[tuple[str, Any]]:
+    names: list[tuple[str, Any]] = []
+    for entry in ctx.glossary:
+        text = entry.text(lang)
+        names.append((text.term, (text.term, entry, True)))
+        names += [(alias, (alias, entry, False)) for alias in text.aliases if alias != text.term]
+    return names
+
+
+def _bucket_lines(items: list[tuple[str, Entry, bool]], lang: str) -> list[str]:
+    lines = []
+    for name, entry, is_term in items:
+        if is_term:
+            lines.append(f"- [{escape_text(name)}](terms/{entry.slug}.md)")
+        else:
+            lines.append(f"- *{escape_text(name)}* → {term_link(entry, lang, 'terms/')}")
+    return [*lines, ""]
+
+
+def az_page(lang: str, ctx: Context) -> str:
+    """Every term and alias of ``lang``, bucketed by letter, in ``lang``'s collation."""
+    _ = translator(lang)
+    buckets = alphabetic_buckets(_names(lang, ctx), lang)
+    lines = [
+        "# " + _("A–Z index"),
+        "",
+        _("Every term and its other names, in alphabetical order."),
+        "",
+        " · ".join(f"[{escape_text(x)}](#{bucket_id(x)})" for x, _items in buckets),
+        "",
+    ]
+    for label, items in buckets:
+        lines += [f"## {escape_text(label)} {{#{bucket_id(label)}}}", ""]
+        lines += _bucket_lines(items, lang)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def category_page(category: str, lang: str, ctx: Context) -> str:
+    """The entries of one category: techniques first, then concepts."""
+    _ = translator(lang)
+    entries = ctx.glossary.in_category(category)
+    lines = [f"# {escape_text(CATEGORIES[category][lang])}", ""]
+    for kind, title, anchor in (
+        ("technique", _("Techniques"), "techniques"),
+        ("concept", _("Concepts"), "concepts"),
+    ):
+        group = sorted_entries((e for e in entries if e.kind == kind), lang)
+        if not group:
+            continue
+        lines += [f"## {title} {{#{anchor}}}", ""]
+        for entry in group:
+            definition = " ".join(escape_markdown(entry.text(lang).definition).split())
+            lines.append(f"- {term_link(entry, lang, '../terms/')}: {definition}")
+        lines.append("")
+    if not entries:
+        lines += [_("No entries in this category yet."), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def categories_index(lang: str, ctx: Context) -> str:
+    """All categories with their number of entries."""
+    _ = translator(lang)
+    lines = ["# " + _("Categories"), ""]
+    for category in CATEGORIES:
+        count = len(ctx.glossary.in_category(category))
+        label = escape_text(CATEGORIES[category][lang])
+        lines.append(f"- [{label}]({category}.md) ({count})")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,79 @@
+"""The benchmark results the site publishes, read through the shared result schema.
+
+A result (:mod:`reference.harness.schema`, version 2) is language-neutral: ids and numbers.
+:func:`load_results` validates every ``<slug>.json`` with the same function the harness uses, so
+a file the harness would refuse is never rendered. Only standard results are published: a
+non-standard or ``--quick`` result is refused unless the build explicitly allows it
+(``GLOSSARY_ALLOW_NONSTANDARD=1``, for tests). The directory defaults to ``reference/results``
+and can be changed with ``GLOSSARY_RESULTS_DIR`` (the site tests use a fixture).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RESULTS_ENV = "GLOSSARY_RESULTS_DIR"
+ALLOW_ENV = "GLOSSARY_ALLOW_NONSTANDARD"
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+DEFAULT_RESULTS_DIR = REPO_ROOT / "reference" / "results"
+FIGURES_DIR = "assets/results"
+"""Where the result figures go in the docs directory (committed PNGs and the drawn SVGs)."""
+
+Result = dict[str, Any]
+
+
+class SiteGenError(Exception):
+    """A problem that stops generation (unreadable or invalid results, bad figure names)."""
+
+
+@dataclass
+class Results:
+    """The benchmark results that exist, keyed by technique slug."""
+
+    directory: Path
+    by_slug: dict[str, Result] = field(default_factory=dict)
+
+
+def results_dir() -> Path:
+    """The results directory: ``$GLOSSARY_RESULTS_DIR`` or ``reference/results``."""
+    override = os.environ.get(RESULTS_ENV)
+    return Path(override).resolve() if override else DEFAULT_RESULTS_DIR
+
+
+def _problems(data: Any, path: Path, allow_nonstandard: bool) -> list[str]:
+    from reference.harness.schema import validate_result
+
+    problems = validate_result(data)
+    if problems:
+        return problems
+    if data["slug"] != path.stem:
+        problems.append(f"slug: {data['slug']!r} does not match the file name")
+    if not allow_nonstandard and (not data["standard"] or data["quick"]):
+        problems.append("not a standard run (quick or options changed); rerun glossary bench")
+    return problems
+
+
+def load_results(directory: Path, allow_nonstandard: bool | None = None) -> Results:
+    """Read and validate every ``<slug>.json`` in ``directory`` (missing folder: no results).
+
+    Raises :class:`SiteGenError` naming the file and every problem of the first bad one.
+    """
+    if allow_nonstandard is None:
+        allow_nonstandard = os.environ.get(ALLOW_ENV) == "1"
+    results = Results(directory)
+    if not directory.is_dir():
+        return results
+    for path in sorted(directory.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SiteGenError(f"{path}: cannot read result: {exc}") from None
+        problems = _problems(data, path, allow_nonstandard)
+        if problems:
+            raise SiteGenError(f"{path}: " + "; ".join(problems))
+        results.by_slug[path.stem] = data
+    return results
