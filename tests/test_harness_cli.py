@@ -64,3 +64,28 @@ def test_the_lock_records_its_holder(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     monkeypatch.setattr(cli, "LOCK_PATH", tmp_path / ".bench.lock")
     with cli.bench_lock():
         assert (tmp_path / ".bench.lock").read_text() == str(os.getpid())
+
+
+def test_launched_rank_reads_the_env_rendezvous_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert cli.launched_rank() is None  # both variables, or no launcher
+    monkeypatch.setenv("RANK", "1")
+    assert cli.launched_rank() == (1, 2)
+    monkeypatch.setenv("WORLD_SIZE", "two")
+    with pytest.raises(cli.UsageError, match="must be integers"):
+        cli.launched_rank()
+
+
+def test_bench_under_a_launcher_is_refused_by_every_rank_said_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LANGUAGE", "en")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for rank, lines in (("0", 1), ("1", 0)):
+        monkeypatch.setenv("RANK", rank)
+        with pytest.raises(SystemExit) as info:
+            cli.main("reference.feature_caching", ["--bench", "--quick"])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and err.count("\n") == lines
+        assert ("--bench cannot run under a launcher with 2 ranks" in err) == bool(lines)

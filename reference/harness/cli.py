@@ -29,6 +29,11 @@ run writes to ``artifacts/`` (or ``--out``) and is marked ``"standard": false``,
 before any model is loaded; one benchmark runs at a time (a lock in ``artifacts/``), and a
 full run waits for the machine to be idle (load average at most `max_load`) and is refused
 if another job competed with it.
+
+Under a launcher such as ``torchrun`` (``RANK`` and ``WORLD_SIZE`` set, :func:`launched_rank`)
+every rank runs this same command: a demo may use the ranks (``reference.async_pipeline`` does),
+``--bench`` with more than one rank is refused (one lock, one load gate and one result file
+belong to one process), and a usage error is printed once, by rank 0.
 """
 
 from __future__ import annotations
@@ -175,6 +180,21 @@ class UsageError(ValueError):
     """A bad argument: reported as one line, exit code 2, before any work."""
 
 
+def launched_rank() -> tuple[int, int] | None:
+    """``(RANK, WORLD_SIZE)`` when a launcher (``torchrun``) started this process, else ``None``.
+
+    These are the variables of ``torch.distributed``'s ``env://`` rendezvous; raises
+    :class:`UsageError` when they are set but are not integers.
+    """
+    rank, size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if rank is None or size is None:
+        return None
+    try:
+        return int(rank), int(size)
+    except ValueError:
+        raise UsageError(f"RANK={rank!r} and WORLD_SIZE={size!r} must be integers") from None
+
+
 def _text(slug: str) -> Any:
     from glossary.i18n import ui_lang_from_env
     from glossary.resulttext import ResultText
@@ -265,6 +285,10 @@ def plan(
     if threads is not None and threads < 1:
         raise UsageError(f"--threads must be >= 1, got {threads}")
     _check_out(out)
+    launched = launched_rank()
+    if run_bench and launched is not None and launched[1] > 1:
+        message = "cli.bench-launched"
+        raise UsageError(_text(technique.slug).message(message, {"world": launched[1]}))
     if run_bench:
         base = bench.QUICK if quick else bench.FULL
     else:
@@ -398,7 +422,9 @@ def report(result: Any, path: Path) -> None:
 
 
 def _fail(prog: str, message: str, code: int) -> NoReturn:
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    launched = os.environ.get("WORLD_SIZE") is not None and os.environ.get("RANK", "0") != "0"
+    if code != 2 or not launched:  # a usage error: every rank checked the same arguments
+        print(f"{prog}: error: {message}", file=sys.stderr)
     raise SystemExit(code)
 
 
