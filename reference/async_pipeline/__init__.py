@@ -1,7 +1,7 @@
 """Asynchronous pipeline inference: the zoo U-Net split over two processes that run at once.
 
 The idea
---------
+========
 Pipeline parallelism cuts a network into ``K`` consecutive *stages* on ``K`` workers. For one
 request a plain pipeline gives no speedup: stage 2 must wait for stage 1 at every denoising
 step, so the workers take turns. Two ways out:
@@ -16,33 +16,34 @@ step, so the workers take turns. Two ways out:
   requests in flight, stage 1 works on request B while stage 2 finishes request A. Exact,
   raises throughput, leaves the latency of each request unchanged.
 
-Cost model: with stage times ``s1, s2`` and communication ``c`` per step, one synchronous step
-costs ``s1 + s2 + c`` and an asynchronous one ``max(s1, s2) + c``, so the speedup is bounded by
-``(s1 + s2) / max(s1, s2) <= K``. Communication is the hand-off (feature map + the U-Net's skip
-tensors) and grows with the batch like compute does, but the fixed per-message latency and the
-per-step synchronisation do not: small batches are communication-bound, large ones can approach
-the bound. A U-Net's decoder is heavier than its encoder, so the split point is chosen from
-measured unit times (:func:`~.stages.balanced_split`), not at the bottleneck.
+Cost model: with stage times ``s1, s2`` and communication ``c`` per step, one synchronous step costs
+``s1 + s2 + c`` and an asynchronous one ``max(s1, s2) + c``, so the speedup is bounded by ``(s1 +
+s2) / max(s1, s2) <= K``. Communication is the hand-off (feature map + the U-Net's skip tensors) and
+grows with the batch like compute does, but the fixed per-message latency and the per-step
+synchronisation do not: small batches are communication-bound, large ones can approach the bound. A
+U-Net's decoder is heavier than its encoder, so the split point is chosen from measured unit times
+([`balanced_split`][reference.async_pipeline.stages.balanced_split]), not at the bottleneck.
 
-Package ``reference/async_pipeline/``: :mod:`reference.async_pipeline.stages` (the U-Net as a
-chain of units, exact split), :mod:`reference.async_pipeline.runtime` (two
+Package ``reference/async_pipeline/``:
+[`reference.async_pipeline.stages`][reference.async_pipeline.stages] (the U-Net as a chain of units,
+exact split), [`reference.async_pipeline.runtime`][reference.async_pipeline.runtime] (two
 ``torch.multiprocessing`` spawn processes, ``torch.distributed`` with the gloo backend,
 ``isend``/``irecv`` of the hand-off, one thread per process; the per-rank code),
-:mod:`reference.async_pipeline.launch` (the same ranks started by ``torchrun``) and
-:mod:`reference.async_pipeline.bench` (configuration, the batch sweep, benchmark, demo). Run it
-with ``python -m reference.async_pipeline`` (demo) or ``--bench`` (see ``--help``); on a shared
-CPU set ``OMP_WAIT_POLICY=PASSIVE`` (spinning OpenMP threads of oversubscribed processes were
-measured 10-50x slower).
+[`reference.async_pipeline.launch`][reference.async_pipeline.launch] (the same ranks started by
+``torchrun``) and [`reference.async_pipeline.bench`][reference.async_pipeline.bench] (configuration,
+the batch sweep, benchmark, demo). Run it with ``python -m reference.async_pipeline`` (demo) or
+``--bench`` (see ``--help``); on a shared CPU set ``OMP_WAIT_POLICY=PASSIVE`` (spinning OpenMP
+threads of oversubscribed processes were measured 10-50x slower).
 
-Across processes and hosts
---------------------------
-:class:`~.runtime.StagePool` finds its two ranks through a file in a temporary folder
-(``file://`` rendezvous): one machine only. Started by ``torchrun``, each process is told its
-``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` and joins with the
-``env://`` rendezvous; it then runs the very functions the spawned stages run
-(:func:`~.runtime.stage_group`, :func:`~.runtime.run_job`), rank 0 as stage 1 and rank 1 as
-stage 2, and rank 0 alone prints and writes the samples (the demo; ``--bench`` spawns its own
-stages and is refused under a launcher)::
+Across processes and hosts ==========================
+[`StagePool`][reference.async_pipeline.runtime.StagePool] finds its two ranks through a file in a
+temporary folder (``file://`` rendezvous): one machine only. Started by ``torchrun``, each process
+is told its ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` and joins
+with the ``env://`` rendezvous; it then runs the very functions the spawned stages run
+([`stage_group`][reference.async_pipeline.runtime.stage_group],
+[`run_job`][reference.async_pipeline.runtime.run_job]), rank 0 as stage 1 and rank 1 as stage 2, and
+rank 0 alone prints and writes the samples (the demo; ``--bench`` spawns its own stages and is
+refused under a launcher):
 
     torchrun --standalone --nproc-per-node=2 -m reference.async_pipeline --quick --threads 1
     # two hosts, one stage each; run the same line on both (HOST:PORT reachable from both)
@@ -76,14 +77,15 @@ That separate stream is what lets a stage compute while its hand-off travels; a 
 the loop (``.item()``, ``.cpu()``) serialises the two again.
 
 Pitfalls
---------
+========
 * Fair baseline: two 1-thread stage processes are compared with **one process with 2 threads**
   (the same cores), not with one thread.
 * Staleness is not free: report trajectory PSNR against the synchronous sampler from the same
   noise, and the quality metric, beside the speedup.
 * The stage split must compose to the full model exactly (tested), including the skip
   concatenations and the time embedding (each stage recomputes it for its own step).
-* Never leave stage processes behind: :class:`~.runtime.StagePool` joins (or kills) them.
+* Never leave stage processes behind: [`StagePool`][reference.async_pipeline.runtime.StagePool]
+  joins (or kills) them.
 * Two hosts must agree on the split: rank 0 measures it and broadcasts it, and both load the same
   sha-checked weights from their own checkout; only rank 0 writes files.
 

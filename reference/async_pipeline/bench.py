@@ -1,21 +1,22 @@
-"""Benchmark and demo of :mod:`reference.async_pipeline` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.async_pipeline`][reference.async_pipeline] (the technique
+contract of `reference.harness.cli`).
 
-For every batch size: one process with 2 threads (baseline), the 2-stage pipeline run
-synchronously (control) and AsyncDiff-style (technique), and for a stream of two requests the
-sequential single process (baseline) against the requests pipelined through the stages
-(technique). All five are timed interleaved in one :func:`~reference.harness.compare_latency`.
-Quality: the single process and AsyncDiff from the same noise on every seed (paired), FDD, KID
-and trajectory PSNR. The headline's limit and its speedup refer to the same configuration: the
-pipeline (two 1-thread stages) against one process with 2 threads (:func:`pipeline_limit`).
+For every batch size: one process with 2 threads (baseline), the 2-stage pipeline run synchronously
+(control) and AsyncDiff-style (technique), and for a stream of two requests the sequential single
+process (baseline) against the requests pipelined through the stages (technique). All five are timed
+interleaved in one `compare_latency`. Quality: the single process and AsyncDiff from the same noise
+on every seed (paired), FDD, KID and trajectory PSNR. The headline's limit and its speedup refer to
+the same configuration: the pipeline (two 1-thread stages) against one process with 2 threads
+([`pipeline_limit`][reference.async_pipeline.bench.pipeline_limit]).
 
 The benchmark is one command on one machine: it spawns its two stage processes itself
-(:class:`~.runtime.StagePool`) and is refused under ``torchrun``.
+([`StagePool`][reference.async_pipeline.runtime.StagePool]) and is refused under ``torchrun``.
 
 The demo runs either way. ``python -m reference.async_pipeline`` spawns the stages and prints the
 sweep; under ``torchrun`` (``RANK`` and ``WORLD_SIZE`` set) the two launched processes are the
-stages (:mod:`~.launch`), rank 0 prints and writes ``async-pipeline-torchrun.{safetensors,json}``
-into ``--out``, and ``--threads`` is the thread count of each rank::
+stages ([`launch`][reference.async_pipeline.launch]), rank 0 prints and writes
+``async-pipeline-torchrun.{safetensors,json}`` into ``--out``, and ``--threads`` is the thread count
+of each rank:
 
     # one host, two processes
     torchrun --standalone --nproc-per-node=2 -m reference.async_pipeline --quick --threads 1
@@ -113,7 +114,7 @@ def pipeline_limit(unet: Any, batch: int, split: int, cfg: Config) -> dict[str, 
     """The ideal speedup of AsyncDiff over one process with the run's threads (2), from unit
     times measured apart from the timing rounds: with stage times ``s1, s2`` at 1 thread (how
     the stage processes run), the full forward ``T2`` at the process's threads, ``S`` steps of
-    which ``w`` are synchronous::
+    which ``w`` are synchronous:
 
         limit = S T2 / (w (s1 + s2) + (S - w) max(s1, s2))                          (1)
 
@@ -285,8 +286,9 @@ def _notes(cfg: Config, s: dict[str, Any], q: Any) -> list[Note]:
 
 
 def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Run :func:`sweep` and the paired quality seeds; the headline is AsyncDiff at the
-    largest batch against one 2-thread process, beside the limit (1) of that comparison."""
+    """Run [`sweep`][reference.async_pipeline.bench.sweep] and the paired quality seeds; the
+    headline is AsyncDiff at the largest batch against one 2-thread process, beside the limit (1) of
+    that comparison."""
     s = sweep(cfg)
     q = quality_over_seeds(cfg, s["split"])
     big = max(cfg.batches)
@@ -374,7 +376,8 @@ def _figure(s: dict[str, Any], path: Path) -> Path:
 
 def demo(cfg: Config, out: Path) -> None:
     """A short sweep: the split, a table per batch size and the speedup figure; under
-    ``torchrun``, this process is one stage (:mod:`~.launch`) and only rank 0 prints."""
+    ``torchrun``, this process is one stage ([`launch`][reference.async_pipeline.launch]) and only
+    rank 0 prints."""
     if launched_rank() is not None:
         return _launched_demo(cfg, out)
     s = sweep(cfg)

@@ -1,9 +1,10 @@
 """The pipeline under ``torchrun``: the launched processes are the two stages.
 
-``torchrun --standalone --nproc-per-node=2 -m reference.async_pipeline`` starts two processes
-with ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` in their
-environment. Each joins the ``env://`` rendezvous (:func:`~.runtime.stage_group`) and runs
-:func:`~.runtime.run_job`, the function the processes of :class:`~.runtime.StagePool` run:
+``torchrun --standalone --nproc-per-node=2 -m reference.async_pipeline`` starts two processes with
+``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` in their environment.
+Each joins the ``env://`` rendezvous ([`stage_group`][reference.async_pipeline.runtime.stage_group])
+and runs [`run_job`][reference.async_pipeline.runtime.run_job], the function the processes of
+[`StagePool`][reference.async_pipeline.runtime.StagePool] run:
 
 1. rank 0 (stage 1) measures the unit times and broadcasts the split, so both ranks cut the
    U-Net at the same unit (two hosts measuring separately could disagree);

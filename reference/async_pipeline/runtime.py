@@ -1,15 +1,17 @@
 """Two processes, one stage each, talking through ``torch.distributed`` (gloo on CPU).
 
-:class:`StagePool` spawns the two ranks once (``torch.multiprocessing``, start method
-``spawn``), each with **one** intra-op thread, and keeps them alive; ``pool.run(job)`` sends a
-:class:`Job` to both and returns the last stage's samples plus each rank's compute time. Under
-``torchrun`` (:mod:`~.launch`) the launched processes are the two ranks instead, and join with
-the ``env://`` rendezvous; both launchers run the same per-rank code, :func:`stage_group` and
-:func:`run_job`. On GPUs the same loop needs ``backend="nccl"``, one device per rank and its
-tensors on that device (see the package docstring).
+[`StagePool`][reference.async_pipeline.runtime.StagePool] spawns the two ranks once
+(``torch.multiprocessing``, start method ``spawn``), each with **one** intra-op thread, and keeps
+them alive; ``pool.run(job)`` sends a [`Job`][reference.async_pipeline.runtime.Job] to both and
+returns the last stage's samples plus each rank's compute time. Under ``torchrun``
+([`launch`][reference.async_pipeline.launch]) the launched processes are the two ranks instead, and
+join with the ``env://`` rendezvous; both launchers run the same per-rank code,
+[`stage_group`][reference.async_pipeline.runtime.stage_group] and
+[`run_job`][reference.async_pipeline.runtime.run_job]. On GPUs the same loop needs
+``backend="nccl"``, one device per rank and its tensors on that device (see the package docstring).
 
 Modes
------
+=====
 ``sync``   stage 2 waits for stage 1 of the *same* step: exact, no overlap (the control).
 ``async``  AsyncDiff (Chen et al. 2024, arXiv:2406.06911): after ``warmup`` synchronous steps,
            at step ``i`` stage 1 encodes ``x_i`` while stage 2 decodes the hand-off of
@@ -192,8 +194,9 @@ def _build_unet(source: Mapping[str, Any] | None) -> torch.nn.Module:
 
 @contextmanager
 def stage_group(init_method: str = "env://", rank: int = -1) -> Iterator[None]:
-    """The two ranks' process group (gloo): ``file://`` from :class:`StagePool`, ``env://``
-    (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``) under ``torchrun``."""
+    """The two ranks' process group (gloo): ``file://`` from
+    [`StagePool`][reference.async_pipeline.runtime.StagePool], ``env://`` (``MASTER_ADDR``,
+    ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``) under ``torchrun``."""
     world = 2 if rank >= 0 else -1  # -1: read RANK and WORLD_SIZE from the environment
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world)
     try:

@@ -1,15 +1,17 @@
 """The zoo U-Net as a chain of units, split into K = 2 pipeline stages that compose exactly.
 
-Units, in execution order: ``in`` (embedding + ``conv_in``), ``down.0`` ... ``down.{D-1}``,
-``mid``, ``up.0`` ... ``up.{U-1}``, ``out`` (norm, SiLU, ``conv_out``). A split index ``k`` puts
-units ``[0, k)`` in stage 1 and ``[k, end)`` in stage 2. The hand-off is a :class:`Handoff`: the
-current feature map ``h`` and the skip tensors the remaining up blocks will concatenate.
-Every stage recomputes the (tiny, replicated) time + class embedding for *its own* timestep, so
-under staleness (AsyncDiff) only image features are old, never the noise level a stage sees.
+Units, in execution order: ``in`` (embedding + ``conv_in``), ``down.0`` ... ``down.{D-1}``, ``mid``,
+``up.0`` ... ``up.{U-1}``, ``out`` (norm, SiLU, ``conv_out``). A split index ``k`` puts units ``[0,
+k)`` in stage 1 and ``[k, end)`` in stage 2. The hand-off is a
+[`Handoff`][reference.async_pipeline.stages.Handoff]: the current feature map ``h`` and the skip
+tensors the remaining up blocks will concatenate. Every stage recomputes the (tiny, replicated) time
++ class embedding for *its own* timestep, so under staleness (AsyncDiff) only image features are
+old, never the noise level a stage sees.
 
-The up blocks of a U-Net are the expensive half (they run on concatenated channels at the
-highest resolution), so the middle of the *unit list* is not the middle of the *compute*:
-:func:`balanced_split` chooses ``k`` from measured unit times.
+The up blocks of a U-Net are the expensive half (they run on concatenated channels at the highest
+resolution), so the middle of the *unit list* is not the middle of the *compute*:
+[`balanced_split`][reference.async_pipeline.stages.balanced_split] chooses ``k`` from measured unit
+times.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ def run_units(
 ) -> Handoff:
     """Run units ``[start, stop)``; ``state`` is the input image when ``start == 0``.
 
-    Returns a :class:`Handoff`; after the last unit its ``h`` is the predicted noise.
+    Returns a [`Handoff`][reference.async_pipeline.stages.Handoff]; after the last unit its ``h`` is
+    the predicted noise.
     """
     names = unit_names(unet)
     if not 0 <= start < stop <= len(names):

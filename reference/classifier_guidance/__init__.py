@@ -1,11 +1,11 @@
 """Classifier guidance: steer an unconditional diffusion model with a noise-aware classifier.
 
 Idea
-----
+====
 Bayes' rule on noisy samples: ``grad log p(x_t | y) = grad log p(x_t) + grad log p(y | x_t)``.
 The denoiser gives the first term (``grad log p(x_t) = -eps(x_t, t) / sqrt(1 - abar_t)``), a
 classifier trained on noised images ``p_phi(y | x_t, t)`` the second. Dhariwal & Nichol 2021
-(arXiv:2105.05233, Algorithm 2) fold both into a modified noise prediction for DDIM::
+(arXiv:2105.05233, Algorithm 2) fold both into a modified noise prediction for DDIM:
 
     eps_hat(x_t, t) = eps(x_t, t) - sqrt(1 - abar_t) * s * grad_x log p_phi(y | x_t, t)
 
@@ -19,7 +19,7 @@ trained with label dropout gives both ``eps(x_t, t, y)`` and ``eps(x_t, t, null)
 The zoo teacher was trained that way, so both methods run on the same weights.
 
 Cost per step
--------------
+=============
 * classifier guidance: one U-Net pass + one classifier forward **and backward** to ``x_t``;
 * classifier-free guidance: two U-Net passes (batched as one call with twice the rows).
 Which is cheaper depends on the classifier's size relative to the U-Net; the benchmark measures
@@ -30,7 +30,7 @@ per sample equal those of classifier guidance (``k = round(K F_cg / F_cfg)``), a
 classifier guidance against that control on accuracy and FDD, paired over noise seeds.
 
 Pitfalls
---------
+========
 * The classifier must be trained on ``x_t`` at every noise level of the schedule; a clean
   classifier's gradients on noisy inputs are meaningless (adversarial-like directions).
 * Gradients need ``torch.enable_grad()`` inside the (no-grad) sampling loop, and a classifier
@@ -47,17 +47,22 @@ code); diffusers has no built-in classifier-guidance pipeline (community pipelin
 classifier-free guidance is the ``guidance_scale`` argument of every conditional pipeline.
 
 The package
------------
-* :mod:`reference.classifier_guidance.guidance` - the technique: :func:`log_prob_grad`,
-  :func:`classifier_guided_eps_fn` (Algorithm 2) and the public shape
-  ``apply_classifier_guidance(model, ClassifierGuidanceConfig(classifier, alphas_cumprod,
-  scale))``, which returns an ``EpsFn`` for :func:`reference.harness.sampling.sample`;
-  :func:`finite_difference_grad` is the oracle of the gradient test.
-* :mod:`reference.classifier_guidance.study` - the sweep over scales and NFE on paired seeds,
-  the FLOPs of one step, the same-cost steps (:func:`matched_steps`), the timed runs,
-  :func:`pick_scale` and :func:`first_reaching`.
-* :mod:`reference.classifier_guidance.figures` - the figures;
-  :mod:`reference.classifier_guidance.bench` - the benchmark and demo (the technique contract).
+===========
+* [`reference.classifier_guidance.guidance`][reference.classifier_guidance.guidance] - the
+  technique: [`log_prob_grad`][reference.classifier_guidance.log_prob_grad],
+  [`classifier_guided_eps_fn`][reference.classifier_guidance.classifier_guided_eps_fn] (Algorithm 2)
+  and the public shape ``apply_classifier_guidance(model, ClassifierGuidanceConfig(classifier,
+  alphas_cumprod, scale))``, which returns an ``EpsFn`` for `reference.harness.sampling.sample`;
+  [`finite_difference_grad`][reference.classifier_guidance.finite_difference_grad] is the oracle of
+  the gradient test.
+* [`reference.classifier_guidance.study`][reference.classifier_guidance.study] - the sweep over
+  scales and NFE on paired seeds, the FLOPs of one step, the same-cost steps
+  ([`matched_steps`][reference.classifier_guidance.matched_steps]), the timed runs,
+  [`pick_scale`][reference.classifier_guidance.pick_scale] and
+  [`first_reaching`][reference.classifier_guidance.first_reaching].
+* [`reference.classifier_guidance.figures`][reference.classifier_guidance.figures] - the figures;
+  [`reference.classifier_guidance.bench`][reference.classifier_guidance.bench] - the benchmark and
+  demo (the technique contract).
 
 Run ``python -m reference.classifier_guidance`` for a demonstration, ``--bench`` for the benchmark.
 """

@@ -1,5 +1,5 @@
-"""Benchmark and demo of :mod:`reference.classifier_guidance` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.classifier_guidance`][reference.classifier_guidance] (the
+technique contract of `reference.harness.cli`).
 
 Rows: the zoo teacher fed the null class (baseline), classifier guidance of that unconditional
 model by the noise-aware classifier at every scale (technique), classifier-free guidance on the

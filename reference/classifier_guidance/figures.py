@@ -87,7 +87,8 @@ def plot_study(study: Study, cfg: Any, path: Path) -> Path:
 
 
 GRID_ROWS = ("uncond", "cg", "cfg", "cond")
-"""The rows of :func:`save_samples`, top to bottom."""
+"""The rows of [`save_samples`][reference.classifier_guidance.figures.save_samples], top to
+bottom."""
 
 
 def save_samples(study: Study, cfg: Any, path: Path) -> Path:

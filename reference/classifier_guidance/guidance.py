@@ -39,7 +39,7 @@ def classifier_guided_eps_fn(
     scale: float,
     null_class: int = NULL_CLASS,
 ) -> EpsFn:
-    """An :data:`~reference.harness.sampling.EpsFn` for unconditional ``eps_fn`` guided towards the
+    """An `EpsFn` for unconditional ``eps_fn`` guided towards the
     ``labels`` it is given.
 
     The denoiser always receives ``null_class``; the classifier receives the target labels:
@@ -86,7 +86,9 @@ def finite_difference_grad(
 
 @dataclass(frozen=True, eq=False)
 class ClassifierGuidanceConfig:
-    """What :func:`apply_classifier_guidance` needs besides the denoiser.
+    """What
+    [`apply_classifier_guidance`][reference.classifier_guidance.guidance.apply_classifier_guidance]
+    needs besides the denoiser.
 
     ``classifier(x_t, t) -> logits`` must be trained on noised images at every noise level of
     the schedule whose cumulative products ``alphas_cumprod`` are given; ``scale`` is ``s``.
@@ -103,8 +105,8 @@ def apply_classifier_guidance(
 ) -> EpsFn:
     """Guide a denoiser (a diffusers ``UNet2DModel``/DiT, or any ``EpsFn``) with a classifier.
 
-    Returns an ``EpsFn`` for :func:`reference.harness.sampling.sample`: pass the *target* classes
-    as ``labels``; the denoiser itself is called with ``config.null_class``::
+    Returns an ``EpsFn`` for `reference.harness.sampling.sample`: pass the *target* classes
+    as ``labels``; the denoiser itself is called with ``config.null_class``:
 
         eps = apply_classifier_guidance(unet, ClassifierGuidanceConfig(clf, abar, scale=2.0))
         x0 = sample(eps, zoo.teacher_scheduler(), noise, steps=20, labels=targets)

@@ -1,11 +1,12 @@
 """The guidance study: sample classifier guidance, classifier-free guidance and the unguided
 model at every scale and NFE on paired noise seeds, and time whole sampling runs of each.
 
-``measure(cfg)`` takes the benchmark's :class:`~reference.classifier_guidance.bench.Config`
-(any object with its fields) and returns a :class:`Study`; :mod:`.bench` turns it into rows.
+``measure(cfg)`` takes the benchmark's [`Config`][reference.classifier_guidance.bench.Config] (any
+object with its fields) and returns a [`Study`][reference.classifier_guidance.study.Study];
+[`bench`][reference.classifier_guidance.bench] turns it into rows.
 
 The matched-cost control is classifier-free guidance with the number of DDIM steps whose FLOPs
-per sample equal those of classifier guidance at the main steps ``K``::
+per sample equal those of classifier guidance at the main steps ``K``:
 
     k = round(K · F_cg / F_cfg)                                                     (1)
 
@@ -32,7 +33,8 @@ Key = tuple[str, float, int]
 
 
 def table_key(method: str, scale: float, steps: int) -> str:
-    """The :class:`SeedTable` key of a configuration: ``uncond@20``, ``cg-2@5``, ``cfg-1.5@20``."""
+    """The `SeedTable` key of a configuration:
+    ``uncond@20``, ``cg-2@5``, ``cfg-1.5@20``."""
     return f"uncond@{steps}" if method == "uncond" else f"{method}-{scale:g}@{steps}"
 
 
@@ -121,8 +123,9 @@ def matched_steps(steps: int, flops: Mapping[str, float]) -> int:
 @dataclass
 class Study:
     """Everything measured: per-seed quality of every ``(method, scale, steps)`` (``table``,
-    keyed by :func:`table_key`), the first seed's samples at the main steps, the headline
-    scales, the matched-cost steps, FLOPs per sample of one step and the timed runs."""
+    keyed by [`table_key`][reference.classifier_guidance.study.table_key]), the first seed's samples
+    at the main steps, the headline scales, the matched-cost steps, FLOPs per sample of one step and
+    the timed runs."""
 
     table: SeedTable
     samples: dict[Key, torch.Tensor]

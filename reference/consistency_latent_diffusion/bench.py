@@ -1,13 +1,15 @@
-"""Benchmark and demo of :mod:`reference.consistency_latent_diffusion` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of
+[`reference.consistency_latent_diffusion`][reference.consistency_latent_diffusion] (the technique
+contract of `reference.harness.cli`).
 
 Rows: the zoo latent teacher with DDIM at 50 steps (baseline), the consistency model at 1, 2 and 4
 steps (technique), the latent teacher's DPM-Solver++ at 2 and 4 steps on the same timesteps
 (control: the same network calls, so the same cost), and the VAE decode alone and class-balanced
 real digits (references). Quality over paired noise seeds (the consistency sampler's re-noising is
-seeded by the same seed). Every latency but the decode's includes the VAE decode;
-``denoise_ms`` is the sampler alone. The measuring helpers are shared with
-:mod:`reference.timestep_distillation` (:mod:`reference.timestep_distillation.few_step`).
+seeded by the same seed). Every latency but the decode's includes the VAE decode; ``denoise_ms`` is
+the sampler alone. The measuring helpers are shared with
+[`reference.timestep_distillation`][reference.timestep_distillation]
+([`reference.timestep_distillation.few_step`][reference.timestep_distillation.few_step]).
 """
 
 from __future__ import annotations

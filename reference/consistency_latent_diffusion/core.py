@@ -102,8 +102,9 @@ def sampling_timesteps(
 ) -> list[int]:
     """The ``steps`` timesteps of multistep consistency sampling (evenly spaced grid indices).
 
-    The selection rule of ``LCMScheduler.set_timesteps`` applied to :func:`skipping_timesteps`:
-    1 step -> ``[979]``, 2 -> ``[979, 499]``, 4 -> ``[979, 739, 499, 259]``.
+    The selection rule of ``LCMScheduler.set_timesteps`` applied to
+    [`skipping_timesteps`][reference.consistency_latent_diffusion.core.skipping_timesteps]: 1 step
+    -> ``[979]``, 2 -> ``[979, 499]``, 4 -> ``[979, 739, 499, 259]``.
     """
     grid = skipping_timesteps(original_steps, num_train_timesteps, max_timestep)[::-1]
     if not 1 <= steps <= len(grid):

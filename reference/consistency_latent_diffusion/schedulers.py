@@ -1,10 +1,13 @@
 """diffusers schedulers at the consistency timesteps: the LCM oracle and the DPM-Solver++ control.
 
-The consistency model samples with :func:`~.core.consistency_sample`; diffusers' ``LCMScheduler``
-(:func:`lcm_scheduler`) gives the same samples from the same network (tested), and the control,
-the teacher's DPM-Solver++ (2M) at as many steps, runs on the same timesteps (:func:`dpm_solver`,
-so it starts at ``t = 979`` too). All are latent schedulers (``clip_sample=False``,
-:func:`reference.zoo.latent_scheduler`).
+The consistency model samples with
+[`consistency_sample`][reference.consistency_latent_diffusion.core.consistency_sample]; diffusers'
+``LCMScheduler``
+([`lcm_scheduler`][reference.consistency_latent_diffusion.schedulers.lcm_scheduler]) gives the same
+samples from the same network (tested), and the control, the teacher's DPM-Solver++ (2M) at as many
+steps, runs on the same timesteps
+([`dpm_solver`][reference.consistency_latent_diffusion.schedulers.dpm_solver], so it starts at ``t =
+979`` too). All are latent schedulers (``clip_sample=False``, `reference.zoo.latent_scheduler`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Zoo spec and training of the latent consistency model (through the zoo trainer).
 
-``consistency_latent`` is distilled from ``latent_teacher`` on the ``vae``'s latents of the
-training digits: online network ``theta`` and target network ``theta-`` both start as copies of
-the teacher (LCM's initialisation); after every optimizer step ``theta- <- mu theta- + (1 - mu)
-theta``. The target network is what is saved (``storage_dtype`` float16, loaded back into
-float32). Both
-networks live in one :class:`OnlineAndTarget` module during training, so the zoo trainer's
-checkpoints hold the target too and an interrupted run resumes exactly.
+``consistency_latent`` is distilled from ``latent_teacher`` on the ``vae``'s latents of the training
+digits: online network ``theta`` and target network ``theta-`` both start as copies of the teacher
+(LCM's initialisation); after every optimizer step ``theta- <- mu theta- + (1 - mu) theta``. The
+target network is what is saved (``storage_dtype`` float16, loaded back into float32). Both networks
+live in one [`OnlineAndTarget`][reference.consistency_latent_diffusion.train.OnlineAndTarget] module
+during training, so the zoo trainer's checkpoints hold the target too and an interrupted run resumes
+exactly.
 """
 
 from __future__ import annotations

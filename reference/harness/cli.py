@@ -30,7 +30,7 @@ before any model is loaded; one benchmark runs at a time (a lock in ``artifacts/
 full run waits for the machine to be idle (load average at most `max_load`) and is refused
 if another job competed with it.
 
-Under a launcher such as ``torchrun`` (``RANK`` and ``WORLD_SIZE`` set, :func:`launched_rank`)
+Under a launcher such as ``torchrun`` (``RANK`` and ``WORLD_SIZE`` set, `launched_rank`)
 every rank runs this same command: a demo may use the ranks (``reference.async_pipeline`` does),
 ``--bench`` with more than one rank is refused (one lock, one load gate and one result file
 belong to one process), and a usage error is printed once, by rank 0.
@@ -184,7 +184,7 @@ def launched_rank() -> tuple[int, int] | None:
     """``(RANK, WORLD_SIZE)`` when a launcher (``torchrun``) started this process, else ``None``.
 
     These are the variables of ``torch.distributed``'s ``env://`` rendezvous; raises
-    :class:`UsageError` when they are set but are not integers.
+    `UsageError` when they are set but are not integers.
     """
     rank, size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
     if rank is None or size is None:

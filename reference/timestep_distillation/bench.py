@@ -1,5 +1,5 @@
-"""Benchmark and demo of :mod:`reference.timestep_distillation` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.timestep_distillation`][reference.timestep_distillation] (the
+technique contract of `reference.harness.cli`).
 
 Rows: the zoo teacher with diffusers' DDIM at 64 steps (baseline), the distilled students at 8, 4
 and 2 steps on their nested grids (technique), the teacher's DDIM on exactly the students'

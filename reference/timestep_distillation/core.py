@@ -1,9 +1,9 @@
 """The mathematics of progressive distillation: grids, the DDIM step, the two-step target, the loss.
 
-Notation (Salimans & Ho 2022, arXiv:2202.00512): ``z_t = alpha_t x + sigma_t eps`` with
-``alpha_t^2 = alphas_cumprod[t]`` (diffusers' ``alpha_prod_t``) and ``sigma_t^2 = 1 - alpha_t^2``.
-The timestep :data:`TERMINAL` (-1) stands for clean data (``alpha = 1, sigma = 0``), which is
-where diffusers' DDIM lands after its last step (``set_alpha_to_one=True``).
+Notation (Salimans & Ho 2022, arXiv:2202.00512): ``z_t = alpha_t x + sigma_t eps`` with ``alpha_t^2
+= alphas_cumprod[t]`` (diffusers' ``alpha_prod_t``) and ``sigma_t^2 = 1 - alpha_t^2``. The timestep
+[`TERMINAL`][reference.timestep_distillation.core.TERMINAL] (-1) stands for clean data (``alpha = 1,
+sigma = 0``), which is where diffusers' DDIM lands after its last step (``set_alpha_to_one=True``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def timestep_grid(
     ``steps``-step grid keeps every ``base_steps / steps``-th of them starting from the top, so
     the grid of ``N`` steps is every other point of the grid of ``2N`` steps and one student step
     spans exactly two teacher steps. After the last timestep every sampler jumps to
-    :data:`TERMINAL`.
+    [`TERMINAL`][reference.timestep_distillation.core.TERMINAL].
 
     Raises:
         ValueError: if ``steps`` is not a positive divisor of ``base_steps``.
@@ -48,7 +48,8 @@ def timestep_grid(
 
 
 def next_timestep(grid: list[int], t: int) -> int:
-    """The timestep a sampler on ``grid`` moves to from ``t`` (:data:`TERMINAL` after the last)."""
+    """The timestep a sampler on ``grid`` moves to from ``t``
+    ([`TERMINAL`][reference.timestep_distillation.core.TERMINAL] after the last)."""
     i = grid.index(int(t))
     return grid[i + 1] if i + 1 < len(grid) else TERMINAL
 
@@ -95,11 +96,12 @@ def ddim_update(
 
 
 class GridDDIMScheduler:
-    """A deterministic DDIM scheduler on the nested grids of :func:`timestep_grid`.
+    """A deterministic DDIM scheduler on the nested grids of
+    [`timestep_grid`][reference.timestep_distillation.core.timestep_grid].
 
     It quacks like a diffusers scheduler (``set_timesteps``, ``timesteps``, ``init_noise_sigma``,
     ``scale_model_input``, ``step(...).prev_sample``), so the harness' one sampling loop
-    (:func:`reference.harness.sample`) runs teacher, students and controls alike. At
+    (`reference.harness.sample`) runs teacher, students and controls alike. At
     ``base_steps`` steps it is diffusers' ``DDIMScheduler`` (the tests check it); at fewer steps it
     keeps the base grid's points, where diffusers would re-space them (``T // N``), so that a
     student's step lands exactly where its teacher's two steps land.
@@ -194,7 +196,8 @@ def x_target(
     ``x~ = (z_t'' - (sigma_t''/sigma_t) z_t) / (alpha_t'' - (sigma_t''/sigma_t) alpha_t)``,
 
     the unique ``x`` for which **one** DDIM step from ``z_t`` to ``t''`` lands on the teacher's
-    ``z_t''``. At ``t'' =`` :data:`TERMINAL` it is ``z_t''`` itself.
+    ``z_t''``. At ``t'' =`` [`TERMINAL`][reference.timestep_distillation.core.TERMINAL] it is
+    ``z_t''`` itself.
     """
     a_t, s_t = alpha_sigma(alphas_cumprod, t)
     a_n, s_n = alpha_sigma(alphas_cumprod, t_next)
@@ -213,13 +216,14 @@ def student_x_hat(
 ) -> torch.Tensor:
     """The x-prediction that the student's **clipped** DDIM step ``t -> t''`` effectively uses.
 
-    The sampler clips ``x_hat = (z_t - sigma_t eps)/alpha_t`` to [-1, 1] but keeps ``eps``
-    unclipped (diffusers' DDIM). Where nothing is clipped this is ``x_hat`` itself; where the
-    clip acts, it is the x for which an unclipped step would land where the clipped one lands
-    (:func:`x_target` of the student's own ``z_t''``). Comparing this, not the raw ``x_hat``,
-    with ``x~`` trains exactly what the sampler executes: without it the loss would push raw
-    ``x_hat`` into [-1, 1], a change the sampler never sees, by moving ``eps``, which it does
-    see (on the digits ~15% of the pixels of a teacher's ``x_hat`` lie just outside [-1, 1]).
+    The sampler clips ``x_hat = (z_t - sigma_t eps)/alpha_t`` to [-1, 1] but keeps ``eps`` unclipped
+    (diffusers' DDIM). Where nothing is clipped this is ``x_hat`` itself; where the clip acts, it is
+    the x for which an unclipped step would land where the clipped one lands
+    ([`x_target`][reference.timestep_distillation.core.x_target] of the student's own ``z_t''``).
+    Comparing this, not the raw ``x_hat``, with ``x~`` trains exactly what the sampler executes:
+    without it the loss would push raw ``x_hat`` into [-1, 1], a change the sampler never sees, by
+    moving ``eps``, which it does see (on the digits ~15% of the pixels of a teacher's ``x_hat`` lie
+    just outside [-1, 1]).
     """
     a_t, s_t = alpha_sigma(alphas_cumprod, t)
     a_n, s_n = alpha_sigma(alphas_cumprod, t_next)
@@ -246,13 +250,13 @@ def distillation_loss(
 ) -> torch.Tensor:
     """One progressive-distillation loss (Algorithm 2) for a student of ``student_steps`` steps.
 
-    Draws ``t`` uniformly from the student's grid and ``eps ~ N(0, I)`` (torch's global RNG),
-    forms ``z_t``, computes the target ``x~`` from two teacher DDIM steps on the ``2N``-step grid
-    (no gradient), and returns ``mean(w_t * ||x~ - x_hat||^2)`` where ``x_hat`` is the
-    x-prediction of the student's clipped DDIM step (:func:`student_x_hat`; the raw
-    ``(z_t - sigma_t eps_student) / alpha_t`` where nothing is clipped) and ``w_t`` the paper's
-    truncated-SNR weight ``max(SNR_t, 1)`` (or ``SNR_t``, an epsilon-space loss, with
-    ``weighting="snr"``).
+    Draws ``t`` uniformly from the student's grid and ``eps ~ N(0, I)`` (torch's global RNG), forms
+    ``z_t``, computes the target ``x~`` from two teacher DDIM steps on the ``2N``-step grid (no
+    gradient), and returns ``mean(w_t * ||x~ - x_hat||^2)`` where ``x_hat`` is the x-prediction of
+    the student's clipped DDIM step
+    ([`student_x_hat`][reference.timestep_distillation.core.student_x_hat]; the raw ``(z_t - sigma_t
+    eps_student) / alpha_t`` where nothing is clipped) and ``w_t`` the paper's truncated-SNR weight
+    ``max(SNR_t, 1)`` (or ``SNR_t``, an epsilon-space loss, with ``weighting="snr"``).
     """
     grid = timestep_grid(student_steps, base_steps)
     teacher_grid = timestep_grid(2 * student_steps, base_steps)

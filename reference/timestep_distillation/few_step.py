@@ -1,12 +1,13 @@
 """Measuring few-step samplers: shared by the benchmarks of the two distillation techniques.
 
-Progressive distillation (:mod:`reference.timestep_distillation`) and latent consistency
-distillation (:mod:`reference.consistency_latent_diffusion`) are measured the same way: a teacher
-sampler with many steps (baseline), the distilled model at a few steps (technique), the teacher's
-own sampler at the same few steps (control: the same network calls, so the same cost), all from
-the same noise and labels on every seed. This module holds what their ``bench.py`` files share:
-the size checks, sampling every run on every paired seed with its NFE counted, the rows, the
-headline, the sample grid and the demo table.
+Progressive distillation ([`reference.timestep_distillation`][reference.timestep_distillation]) and
+latent consistency distillation
+([`reference.consistency_latent_diffusion`][reference.consistency_latent_diffusion]) are measured
+the same way: a teacher sampler with many steps (baseline), the distilled model at a few steps
+(technique), the teacher's own sampler at the same few steps (control: the same network calls, so
+the same cost), all from the same noise and labels on every seed. This module holds what their
+``bench.py`` files share: the size checks, sampling every run on every paired seed with its NFE
+counted, the rows, the headline, the sample grid and the demo table.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ SIZE_OPTIONS = (
     Option("latency_batch"),
     Option("repeats"),
 )
-"""The command-line options of :class:`Sizes`."""
+"""The command-line options of [`Sizes`][reference.timestep_distillation.few_step.Sizes]."""
 
 
 @dataclass

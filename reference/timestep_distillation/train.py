@@ -1,7 +1,7 @@
 """Zoo specs and training of the progressive-distillation students (through the zoo trainer).
 
 Three zoo models, trained in order by ``scripts/train_zoo.py`` (each round is one call of the
-zoo's :func:`~reference.zoo.training.fit`, so it is seeded, checkpointed and resumable):
+zoo's `fit`, so it is seeded, checkpointed and resumable):
 
 ==================  =====================  ==============================================
 zoo model           starts from            rounds (student steps)
@@ -111,7 +111,8 @@ def distill_round(
 
 
 def train_pd_student(ctx: TrainContext) -> TrainOutcome:
-    """Train zoo model ``ctx.spec.name`` by the rounds of :data:`PLAN`."""
+    """Train zoo model ``ctx.spec.name`` by the rounds of
+    [`PLAN`][reference.timestep_distillation.train.PLAN]."""
     parent, rounds = PLAN[ctx.spec.name]
     model = ctx.load(parent)
     parent_sha = next(iter(ctx.entry(parent)["weights"].values()))["sha256"]

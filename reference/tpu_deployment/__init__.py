@@ -1,16 +1,16 @@
 """TPU deployment: the zoo U-Net and its whole DDIM loop as one XLA program, in JAX.
 
 The idea
---------
+========
 A TPU does not execute Python or PyTorch operators: it executes **XLA programs** compiled ahead
 of time for fixed input shapes. Deploying a diffusion model on TPUs therefore means three things:
 
-1. **Express the model in an XLA front end.** Here the diffusers ``UNet2DModel`` of the zoo
-   teacher is re-written in plain ``jax.numpy`` / ``jax.lax``
-   (:mod:`reference.tpu_deployment.unet`): convolution, GroupNorm, SiLU, residual blocks with
-   time + class embedding, self-attention, strided-conv downsampling, nearest upsampling and the
-   skip concatenations, with parameters converted from the committed safetensors (no
-   retraining). Parity with torch is tested to a float32 tolerance.
+1. **Express the model in an XLA front end.** Here the diffusers ``UNet2DModel`` of the zoo teacher
+   is re-written in plain ``jax.numpy`` / ``jax.lax``
+   ([`reference.tpu_deployment.unet`][reference.tpu_deployment.unet]): convolution, GroupNorm, SiLU,
+   residual blocks with time + class embedding, self-attention, strided-conv downsampling, nearest
+   upsampling and the skip concatenations, with parameters converted from the committed safetensors
+   (no retraining). Parity with torch is tested to a float32 tolerance.
 2. **Compile the whole sampler, not just one step.** ``jax.jit`` of a function that runs the
    ``N`` DDIM steps in ``lax.fori_loop`` gives *one* program: the host dispatches once per batch
    and the device never waits for Python between steps. The alternative - ``jit`` of one step,
@@ -29,7 +29,7 @@ diffusers ``DDIMScheduler`` so that both stacks take identical steps; classifier
 (Ho & Salimans 2022, arXiv:2207.12598) evaluates ``[cond; uncond]`` rows in one call.
 
 What runs here, and what does not
----------------------------------
+=================================
 This machine has no TPU. The same program runs on JAX's CPU backend with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=8``, which splits the CPU into 8 logical
 devices so that the sharded code path (the one a TPU v4-8 would run) is exercised and tested.
@@ -40,11 +40,12 @@ chip peaks at 275 TFLOP/s in bfloat16 with 32 GiB of HBM at about 1.2 TB/s (Joup
 for Embeddings", ISCA 2023, arXiv:2304.01433).
 
 Pitfalls
---------
+========
 * **float32 is not float32 on a TPU by default**: matmuls and convolutions default to one
   bfloat16 pass; this port passes ``precision=HIGHEST`` in float32 mode (parity needs it).
 * ``XLA_FLAGS`` must be set before ``import jax``; ``bench.py`` does it when it is imported
-  (:func:`configure_host_devices`), and the tests call it before importing jax.
+  ([`configure_host_devices`][reference.tpu_deployment.configure_host_devices]), and the tests call
+  it before importing jax.
 * A new batch size, step count or guidance scale is a new program: compile time (seconds) is
   paid again. Bucket the batch; make step count and guidance part of the deployment config.
 * Per-device batch must divide evenly: buckets are multiples of the mesh size.
@@ -55,20 +56,22 @@ Pitfalls
   torch model is NCHW, and kernels are converted ``OIHW -> HWIO`` once at load time.
 
 In production
--------------
+=============
 diffusers ships Flax pipelines (``FlaxStableDiffusionPipeline`` with ``jax.pmap`` /
 ``jax.jit``), ``jax.experimental.compilation_cache`` persists compiled programs across
 restarts, and PyTorch/XLA (``torch_xla``) lowers PyTorch models to the same XLA compiler.
 
 Package
--------
-* :mod:`reference.tpu_deployment.unet` - the zoo U-Net in ``jax.numpy`` / ``jax.lax``, weight
-  conversion from the torch state dict;
-* :mod:`reference.tpu_deployment.sampler` - DDIM tables read from diffusers, the whole-loop and
-  per-step programs (:class:`Sampler`), the device mesh, batch buckets and padding;
-* :mod:`reference.tpu_deployment.measure` - the five ways of running the loop, timed together,
-  the request stream, and the samplers whose quality is measured on paired noise seeds;
-* :mod:`reference.tpu_deployment.bench` - the benchmark and the demo.
+=======
+* [`reference.tpu_deployment.unet`][reference.tpu_deployment.unet] - the zoo U-Net in ``jax.numpy``
+  / ``jax.lax``, weight conversion from the torch state dict;
+* [`reference.tpu_deployment.sampler`][reference.tpu_deployment.sampler] - DDIM tables read from
+  diffusers, the whole-loop and per-step programs (`Sampler`), the device mesh, batch buckets and
+  padding;
+* [`reference.tpu_deployment.measure`][reference.tpu_deployment.measure] - the five ways of running
+  the loop, timed together, the request stream, and the samplers whose quality is measured on paired
+  noise seeds;
+* [`reference.tpu_deployment.bench`][reference.tpu_deployment.bench] - the benchmark and the demo.
 
 Use ``python -m reference.tpu_deployment`` (``--help``); JAX is the optional ``[tpu]`` extra.
 Without it the command line stops with one line naming the extra; ``import

@@ -1,5 +1,5 @@
-"""Benchmark and demo of :mod:`reference.tpu_deployment` (the technique contract of
-:mod:`reference.harness.cli`).
+"""Benchmark and demo of [`reference.tpu_deployment`][reference.tpu_deployment] (the technique
+contract of `reference.harness.cli`).
 
 Rows: the harness's torch DDIM loop on the diffusers U-Net (baseline), the JAX port's whole loop
 as one XLA program (technique), the same step jitted and dispatched per step from Python

@@ -1,11 +1,13 @@
-"""The measurements of :mod:`reference.tpu_deployment.bench`: five ways to run the same DDIM loop.
+"""The measurements of [`reference.tpu_deployment.bench`][reference.tpu_deployment.bench]: five ways
+to run the same DDIM loop.
 
 ``torch`` (the harness sampler on the diffusers U-Net, eager), ``compiled`` (the whole loop as one
-XLA program), ``per-step`` (a jitted step dispatched from Python), and with ``full_rows`` the
-whole loop sharded over the host devices and in bfloat16; plus a stream of requests served with
-and without batch buckets. Everything runs on JAX's **CPU** backend. :func:`quality_samplers`
-gives the samplers whose quality the benchmark measures on paired noise seeds (torch, the
-compiled loop and, with ``full_rows``, its bfloat16 variant).
+XLA program), ``per-step`` (a jitted step dispatched from Python), and with ``full_rows`` the whole
+loop sharded over the host devices and in bfloat16; plus a stream of requests served with and
+without batch buckets. Everything runs on JAX's **CPU** backend.
+[`quality_samplers`][reference.tpu_deployment.measure.quality_samplers] gives the samplers whose
+quality the benchmark measures on paired noise seeds (torch, the compiled loop and, with
+``full_rows``, its bfloat16 variant).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def load_teacher_params(dtype: Any = None) -> tuple[dict[str, Any], dict[str, An
 
 @dataclass
 class Runs:
-    """Raw outcome of :func:`measure` (latencies in ms, compile times in s)."""
+    """Raw outcome of [`measure`][reference.tpu_deployment.measure.measure] (latencies in ms,
+    compile times in s)."""
 
     n: int
     steps: int

@@ -1,14 +1,16 @@
 """DDIM sampling as one XLA program, batch buckets and data parallelism over a device mesh.
 
-* :func:`ddim_tables` reads the timesteps and cumulative alphas from the diffusers
-  ``DDIMScheduler`` itself (the single source of truth), so the JAX loop takes the same steps.
-* :class:`Sampler` builds two programs from the same step function: ``compiled`` (the whole
-  loop inside ``jax.jit`` with ``lax.fori_loop``: one dispatch per batch) and ``per_step``
-  (``jax.jit`` of one step, called ``steps`` times from Python: one dispatch per step, the way
-  an eager framework drives a model).
-* :func:`bucket_size` pads a request to a fixed set of batch shapes: XLA compiles one program
-  per input shape, so without buckets every new batch size pays a full compilation.
-* With a :class:`jax.sharding.Mesh`, noise and labels are sharded over the mesh's ``"data"``
+* [`ddim_tables`][reference.tpu_deployment.sampler.ddim_tables] reads the timesteps and cumulative
+  alphas from the diffusers ``DDIMScheduler`` itself (the single source of truth), so the JAX loop
+  takes the same steps.
+* [`Sampler`][reference.tpu_deployment.sampler.Sampler] builds two programs from the same step
+  function: ``compiled`` (the whole loop inside ``jax.jit`` with ``lax.fori_loop``: one dispatch per
+  batch) and ``per_step`` (``jax.jit`` of one step, called ``steps`` times from Python: one dispatch
+  per step, the way an eager framework drives a model).
+* [`bucket_size`][reference.tpu_deployment.sampler.bucket_size] pads a request to a fixed set of
+  batch shapes: XLA compiles one program per input shape, so without buckets every new batch size
+  pays a full compilation.
+* With a `jax.sharding.Mesh`, noise and labels are sharded over the mesh's ``"data"``
   axis (``NamedSharding(mesh, P("data"))``) and the parameters replicated (``P()``); XLA's SPMD
   partitioner turns the one global program into per-device programs. Rows of a batch are
   independent, so data parallelism needs no communication inside the loop.

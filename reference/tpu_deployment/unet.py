@@ -1,8 +1,9 @@
 """The zoo teacher's forward pass (diffusers ``UNet2DModel``) in plain ``jax.numpy`` / ``lax``.
 
 Parameters are a flat ``dict[str, jax.Array]`` keyed by the torch ``state_dict`` names, so every
-line of :func:`unet_apply` can be checked against the diffusers module of the same name. Layouts
-are converted once, at load time (:func:`convert_state_dict`):
+line of [`unet_apply`][reference.tpu_deployment.unet.unet_apply] can be checked against the
+diffusers module of the same name. Layouts are converted once, at load time
+([`convert_state_dict`][reference.tpu_deployment.unet.convert_state_dict]):
 
 * activations are NHWC (channels last, the layout XLA:TPU tiles best); the torch model is NCHW;
 * convolution kernels ``OIHW -> HWIO``; linear weights ``[out, in] -> [in, out]``.
@@ -189,7 +190,8 @@ def unet_apply(
     params: Params, cfg: Mapping[str, Any], x: jax.Array, t: jax.Array, labels: jax.Array
 ) -> jax.Array:
     """Epsilon prediction of ``UNet2DModel`` for NHWC ``x`` [N,H,W,C], timesteps ``t`` [N] and
-    int ``labels`` [N]; ``cfg`` from :func:`check_config`. Returns NHWC, in ``x``'s dtype."""
+    int ``labels`` [N]; ``cfg`` from [`check_config`][reference.tpu_deployment.unet.check_config].
+    Returns NHWC, in ``x``'s dtype."""
     groups, eps = cfg["norm_num_groups"], cfg["norm_eps"]
     head_dim, layers = cfg["attention_head_dim"], cfg["layers_per_block"]
     dtype = x.dtype
