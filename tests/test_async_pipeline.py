@@ -199,11 +199,27 @@ def test_torchrun_world_size_other_than_2_is_one_line(
 ) -> None:
     monkeypatch.setenv("LANGUAGE", "en")
     monkeypatch.setenv("WORLD_SIZE", "3")
-    for rank in ("0", "2"):  # the same check on every rank, before any work
+    for rank, says in (("0", True), ("2", False)):  # the same check on every rank: rank 0 says it
         monkeypatch.setenv("RANK", rank)
         with pytest.raises(SystemExit) as info:
             cli.main("reference.async_pipeline", ["--quick"])
         err = capsys.readouterr().err
         assert info.value.code == 2
-        assert err.count("\n") == 1
-        assert "torchrun started 3 processes" in err
+        assert err.count("\n") == int(says)
+        assert ("torchrun started 3 processes" in err) == says
+
+
+def test_the_benchmark_is_refused_under_torchrun_before_the_lock(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_lock() -> None:
+        raise AssertionError("the lock was taken")
+
+    monkeypatch.setattr(cli, "bench_lock", no_lock)
+    monkeypatch.setenv("LANGUAGE", "en")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    with pytest.raises(SystemExit) as info:
+        cli.main("reference.async_pipeline", ["--bench"])
+    assert info.value.code == 2
+    assert "--bench cannot run under a launcher with 2 ranks" in capsys.readouterr().err

@@ -370,28 +370,30 @@ def test_the_json_export_of_the_real_glossary_follows_its_schema() -> None:
 # ------------------------------------------------------------------------ compare verdicts
 
 
-def _result(rows: list[tuple[str, str]], aims: list[tuple[str, str]]) -> dict[str, Any]:
-    """A result reduced to what the verdicts read: rows (id, role) and aims (id, state)."""
+def _result(rows: list[tuple[str, str]], aims: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """A result reduced to what the verdicts read: rows (id, role) and aims (id, state, the row
+    it compares with)."""
     fixture = json.loads((RESULTS / "feature-caching.json").read_text(encoding="utf-8"))
     fixture["rows"] = [
         {"id": i, "role": r, "config": {"method": "x"}, "values": {}} for i, r in rows
     ]
-    fixture["aims"] = [{"id": i, "state": s} for i, s in aims]
+    fixture["aims"] = [{"id": i, "state": s, "row": "fast", "against": a} for i, s, a in aims]
     return fixture
 
 
 @pytest.mark.parametrize(
     ("aims", "verdict"),
     [
-        ([("beats-control", "met")], "yes"),
-        ([("beats-scratch", "missed")], "no"),
-        ([("beats-same-nfe", "inconclusive")], "inconclusive"),
-        ([("beats-control", "met"), ("beats-control-quality", "missed")], "inconclusive"),
-        ([("speedup", "met"), ("quality", "missed")], "unjudged"),
+        ([("quality-vs-control", "met", "cheap")], "yes"),
+        ([("beats-scratch", "missed", "cheap")], "no"),
+        ([("any-name", "inconclusive", "cheap")], "inconclusive"),
+        ([("q", "met", "cheap"), ("speed", "missed", "cheap")], "inconclusive"),
+        ([("speedup", "met", "base"), ("quality", "missed", "base")], "unjudged"),
+        ([("beats-control", "met", None)], "unjudged"),  # the id alone says nothing
     ],
 )
 def test_beats_control_follows_the_aims_against_a_control_row(
-    aims: list[tuple[str, str]], verdict: str
+    aims: list[tuple[str, str, str]], verdict: str
 ) -> None:
     rows = [("base", "baseline"), ("fast", "technique"), ("cheap", "control")]
     assert compare.beats_control(_result(rows, aims)) == verdict
@@ -399,7 +401,7 @@ def test_beats_control_follows_the_aims_against_a_control_row(
 
 def test_beats_control_says_no_control_when_none_was_measured() -> None:
     rows = [("base", "baseline"), ("fast", "technique"), ("other", "reference")]
-    assert compare.beats_control(_result(rows, [("beats-control", "met")])) == "none"
+    assert compare.beats_control(_result(rows, [("beats-control", "met", "other")])) == "none"
 
 
 def test_flags_tell_an_anomaly_from_a_speedup_above_an_estimate() -> None:

@@ -28,9 +28,6 @@ from glossary.site.results import Result
 from glossary.site.urls import relative_href, sorted_entries, term_link
 
 Verdict = Literal["yes", "no", "inconclusive", "unjudged", "none"]
-CONTROL_AIM_PREFIX = "beats-"
-"""Aims whose id starts with this compare the technique with a control row of its result
-(``beats-control``, ``beats-same-nfe``, ``beats-scratch``: the benchmarks' naming)."""
 VERDICT_RANK = {"yes": 4, "inconclusive": 3, "no": 2, "unjudged": 1, "none": 0}
 STATES = ("met", "missed", "inconclusive")
 PAGE = "compare"
@@ -39,13 +36,16 @@ PAGE = "compare"
 def beats_control(result: Result) -> Verdict:
     """Whether the technique beat its matched-cost control, as the result's own aims say.
 
-    ``none``: the result has no ``control`` row. ``unjudged``: it has one, but no aim compares
-    with it. Otherwise ``yes`` when every such aim is met, ``no`` when every one is missed, and
-    ``inconclusive`` for anything else (an inconclusive aim, or a met and a missed one).
+    The aims that count are those whose ``against`` names a row in the ``control`` role (result
+    schema 3: every aim names the row it compares with). ``none``: the result has no
+    ``control`` row. ``unjudged``: it has one, but no aim compares with it. Otherwise ``yes``
+    when every such aim is met, ``no`` when every one is missed, and ``inconclusive`` for
+    anything else (an inconclusive aim, or a met and a missed one).
     """
-    if not any(row["role"] == "control" for row in result["rows"]):
+    controls = {row["id"] for row in result["rows"] if row["role"] == "control"}
+    if not controls:
         return "none"
-    states = [a["state"] for a in result["aims"] if a["id"].startswith(CONTROL_AIM_PREFIX)]
+    states = [a["state"] for a in result["aims"] if a.get("against") in controls]
     if not states:
         return "unjudged"
     if all(s == "met" for s in states):
