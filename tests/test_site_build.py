@@ -317,3 +317,21 @@ def test_sitemap_and_downloads(built: BuiltSite) -> None:
     assert (built.site / "assets" / "downloads" / "glossary.skos.jsonld").is_file()
     es = built.html("es", "")
     assert 'name="description" content="Técnicas que abaratan' in es
+
+
+SPHINX_ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc):`")
+
+
+def test_api_docs_have_no_sphinx_roles_and_ordered_headings(built: BuiltSite) -> None:
+    """Docstrings are written the mkdocstrings way: a leftover reST role would be printed raw,
+    and a docstring section must nest under its object's heading (no jump of two levels)."""
+    leftovers, jumps = [], []
+    for page in sorted(built.site.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        leftovers += [f"{page}: {m.group(0)}" for m in SPHINX_ROLE.finditer(text)]
+        # the API section: its heading (id "api") and the headings mkdocstrings writes
+        api = r'<h([1-6])[^>]*id="(?:api|reference\.[^"]*)"'
+        levels = [int(h) for h in re.findall(api, text)]
+        jumps += [f"{page}: h{a} -> h{b}" for a, b in zip(levels, levels[1:]) if b > a + 1]
+    assert leftovers == []
+    assert jumps == []
