@@ -10,6 +10,7 @@ import html as html_module
 import html.parser
 import json
 import re
+from itertools import pairwise
 import sys
 from pathlib import Path
 
@@ -332,6 +333,6 @@ def test_api_docs_have_no_sphinx_roles_and_ordered_headings(built: BuiltSite) ->
         # the API section: its heading (id "api") and the headings mkdocstrings writes
         api = r'<h([1-6])[^>]*id="(?:api|reference\.[^"]*)"'
         levels = [int(h) for h in re.findall(api, text)]
-        jumps += [f"{page}: h{a} -> h{b}" for a, b in zip(levels, levels[1:]) if b > a + 1]
+        jumps += [f"{page}: h{a} -> h{b}" for a, b in pairwise(levels) if b > a + 1]
     assert leftovers == []
     assert jumps == []
