@@ -10,8 +10,8 @@ import html as html_module
 import html.parser
 import json
 import re
-from itertools import pairwise
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
