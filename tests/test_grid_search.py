@@ -279,7 +279,7 @@ def test_a_second_claim_of_a_grid_point_is_given_up(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"n": 1}, "--n must be >= 2, got 1"),
+        ({"n": 1}, "--n must be >= 10, got 1"),
         ({"heartbeat": 5, "grace": 5}, "--grace must be > --heartbeat, got 5 and 5"),
         ({"space": "huge"}, "--space must be one of full, quick, got 'huge'"),
         ({"objective": "real"}, "--objective must be model or toy"),
