@@ -458,6 +458,26 @@ def test_chart_speaks_the_page_language(
     assert ("2.14" if lang == "en" else "2,14") in chart.caption
 
 
+PHONE_WIDTH_PX = 358  # a 390 px phone less Material's 16 px margins
+
+
+@pytest.mark.parametrize("lang", ["en", "es", "ru"])
+def test_chart_text_is_legible_on_a_phone(fixture_result: dict[str, Any], lang: str) -> None:
+    """Shown 358 px wide (a 390 px phone), every text of the chart is at least 10 px tall: the
+    SVG's font sizes are in its viewBox units, scaled by 358 / the viewBox width."""
+    chart = plots.result_chart(fixture_result, lang)
+    assert chart is not None
+    svg = chart.rendered().svg.decode("utf-8")
+    width_pt = float(re.search(r'<svg[^>]* width="([\d.]+)pt"', svg)[1])
+    view_width = float(re.search(r'viewBox="0 0 ([\d.]+) [\d.]+"', svg)[1])
+    assert view_width == pytest.approx(width_pt)
+    assert width_pt * 4 / 3 <= 720  # never wider than the content column
+    sizes = [float(s) for s in re.findall(r"font-size: ([\d.]+)px", svg)]
+    assert len(sizes) >= 10
+    smallest = min(sizes) * PHONE_WIDTH_PX / view_width
+    assert smallest >= 10, f"{min(sizes)} units in a {view_width} wide viewBox: {smallest:.1f} px"
+
+
 def test_chart_is_deterministic_and_reused_when_unchanged(fixture_result: dict[str, Any]) -> None:
     chart = plots.result_chart(fixture_result, "es")
     assert chart is not None
