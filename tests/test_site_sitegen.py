@@ -198,7 +198,7 @@ def test_benchmark_section_uses_locale_numbers_units_and_roles(ctx: context.Cont
 
 
 def test_technique_without_results_says_so_and_invents_nothing(ctx: context.Context) -> None:
-    page = terms.term_page(ctx.glossary["pruning"], "en", ctx)
+    page = terms.term_page(ctx.glossary["xss-probe"], "en", ctx)  # implemented, no result file
     benchmark = page.split("{#benchmark}")[1].split("\n## ")[0]
     assert "No results yet" in benchmark
     assert not re.search(r"\d", benchmark)
@@ -244,7 +244,8 @@ def test_compare_page_lists_results_and_missing_techniques(ctx: context.Context)
     assert cells[2] == "1,71× · [1,62–1,79]" and cells[3] == "2,14× · аналитическая граница"
     assert cells[4] == "1,08" and cells[5] == "1 достигнута · 1 не достигнута"
     assert "контроль измерен" in cells[6]  # a control row, but no aim compares with it
-    assert "terms/pruning.md" in page.split("\n\n")[-1]
+    assert "terms/pruning.md" not in page.split("\n\n")[-1]  # pruning has a result file
+    assert "terms/xss-probe.md" in page.split("\n\n")[-1]
 
 
 def test_compare_table_has_its_columns_and_sort_keys(ctx: context.Context) -> None:
@@ -499,6 +500,7 @@ def test_generated_pages_embed_a_chart_per_language(docs: Path) -> None:
             "compare-quality.svg",
             "compare-speedup.svg",
             "feature-caching.svg",
+            "pruning.svg",
         ]
         page = (docs / lang / "terms" / "feature-caching.md").read_text(encoding="utf-8")
         prefix = "../../" if lang == "en" else "../../../"
