@@ -77,10 +77,15 @@ def _reader(storage: str) -> Iterator[Any]:
 
 
 def _worker(storage: str, out: Path) -> subprocess.Popen:
+    # A journal file has no heartbeat: a RUNNING trial older than --grace counts as stale, so
+    # --grace must exceed the slowest trial (documented). A 0.3 s trial can take seconds on a
+    # loaded 2-core machine (seen: a live trial failed as stale at --grace 2 and run twice), so
+    # the journal workers get 15 s; heartbeat storages keep 2 s (a live trial beats every 1 s).
+    grace = "15" if storage.startswith(JOURNAL) else "2"
     cmd = [
         *(sys.executable, "-m", "reference.grid_search", "--objective", "toy", "--sleep", "0.3"),
         *("--space", "full", "--storage", storage, "--study", "s"),
-        *("--heartbeat", "1", "--grace", "2", "--out", str(out)),
+        *("--heartbeat", "1", "--grace", grace, "--out", str(out)),
     ]
     return subprocess.Popen(
         cmd,
