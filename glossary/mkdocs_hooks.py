@@ -14,8 +14,10 @@ is missing is logged as a warning, which ``mkdocs build --strict`` turns into a 
 
 from __future__ import annotations
 
+import html as html_module
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +94,30 @@ def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Any) -> s
     lang = uri.split("/", 1)[0] if uri.split("/", 1)[0] in LANGS else "en"
     label = ResultText("results", lang).message("site.table-region")
     opening = f'<div class="gl-table" role="region" tabindex="0" aria-label="{label}"><table'
+    html = _TABLE_RE.sub(lambda m: label_cells(m.group(0)), html)
     return html.replace("<table", opening).replace("</table>", "</table></div>")
+
+
+_TABLE_RE = re.compile(r"<table\b.*?</table>", re.S)
+_CELL_RE = re.compile(r"<td\b")
+
+
+def label_cells(table: str) -> str:
+    """Give each body cell of a table the text of its column's header as ``data-label``, so
+    that on a phone (``glossary.css``) every row shows as a card of labelled values."""
+    head, _, body = table.partition("</thead>")
+    labels = [
+        html_module.escape(" ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", h)).split()))
+        for h in re.findall(r"<th\b[^>]*>(.*?)</th>", head, re.S)
+    ]
+    if not body or not labels:
+        return table
+
+    def row(match: re.Match[str]) -> str:
+        cells = iter(labels)
+        return _CELL_RE.sub(lambda _: f'<td data-label="{next(cells, "")}"', match.group(0))
+
+    return head + "</thead>" + re.sub(r"<tr\b.*?</tr>", row, body, flags=re.S)
 
 
 @event_priority(-100)  # last: after mkdocs-static-i18n has built and indexed every language

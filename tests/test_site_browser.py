@@ -375,3 +375,42 @@ def test_search_results_of_the_page_language_come_first_and_say_their_language(
     assert own and languages[:own] == [lang] * own, results
     for path, badge, badge_lang in results:
         assert (badge, badge_lang) == (LANGUAGE_NAMES[_language_of(path)], _language_of(path))
+
+
+# The first table of the summary tab (the benchmark section's main table), or the compare table;
+# its scroll region (``.gl-table``) must not scroll sideways, and on a phone each row is a card.
+_TABLE_FIT = """selector => {
+  const table = document.querySelector(selector);
+  const region = table.closest('.gl-table');
+  const cell = table.querySelector('tbody td');
+  return {
+    scroll: region.scrollWidth, client: region.clientWidth,
+    display: getComputedStyle(table.querySelector('tbody tr')).display,
+    label: getComputedStyle(cell, '::before').content,
+  };
+}"""
+_TABLES = {
+    "es/terms/feature-caching/": "#benchmark ~ .tabbed-set .tabbed-block:first-child table",
+    "ru/terms/pruning/": "#benchmark ~ .tabbed-set .tabbed-block:first-child table",
+    "es/compare/": "table[data-sortable]",
+    "ru/compare/": "table[data-sortable]",
+}
+
+
+@pytest.mark.parametrize("path", sorted(_TABLES))
+def test_tables_fit_at_1366_and_are_cards_on_a_phone(
+    browser: Any, base_url: str, path: str
+) -> None:
+    for width, height in ((1366, 900), (390, 844)):
+        with browser_support.context(
+            browser, base_url, viewport={"width": width, "height": height}
+        ) as ctx:
+            tab = ctx.new_page()
+            tab.goto(path)
+            fit = tab.evaluate(_TABLE_FIT, _TABLES[path])
+            assert fit["scroll"] <= fit["client"], (path, width, fit)
+            if width == 390:  # stacked cards: each row a block, each value labelled
+                assert fit["display"] == "block", (path, fit)
+                assert fit["label"] not in ("none", "normal", '""'), (path, fit)
+            else:
+                assert fit["display"] == "table-row", (path, fit)

@@ -284,7 +284,8 @@ def test_compare_page_has_charts_a_guide_and_a_sortable_table(built: BuiltSite, 
     assert len(re.findall(r"<figcaption>[^<]{80,}</figcaption>", article)) == 2
     table = article.split("<table data-sortable>")[1].split("</table>")[0]
     assert len(re.findall(r"<th [^>]*data-sort-type=", table)) == 8
-    assert len(re.findall(r'<td data-sort="', table)) == 8  # one technique with results
+    # two techniques with results (feature-caching, pruning); each cell names its column
+    assert len(re.findall(r'<td data-label="[^"]+" data-sort="', table)) == 16
     assert 'href="../terms/feature-caching/"' in table
     assert "sortable-table.js" in html
     script = built.site / "assets" / "javascripts" / "sortable-table.js"

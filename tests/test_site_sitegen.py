@@ -198,7 +198,7 @@ def test_benchmark_section_uses_locale_numbers_units_and_roles(ctx: context.Cont
 
 
 def test_technique_without_results_says_so_and_invents_nothing(ctx: context.Context) -> None:
-    page = terms.term_page(ctx.glossary["pruning"], "en", ctx)
+    page = terms.term_page(ctx.glossary["xss-probe"], "en", ctx)  # implemented, no result file
     benchmark = page.split("{#benchmark}")[1].split("\n## ")[0]
     assert "No results yet" in benchmark
     assert not re.search(r"\d", benchmark)
@@ -244,7 +244,8 @@ def test_compare_page_lists_results_and_missing_techniques(ctx: context.Context)
     assert cells[2] == "1,71× · [1,62–1,79]" and cells[3] == "2,14× · аналитическая граница"
     assert cells[4] == "1,08" and cells[5] == "1 достигнута · 1 не достигнута"
     assert "контроль измерен" in cells[6]  # a control row, but no aim compares with it
-    assert "terms/pruning.md" in page.split("\n\n")[-1]
+    assert "terms/pruning.md" not in page.split("\n\n")[-1]  # pruning has a result file
+    assert "terms/xss-probe.md" in page.split("\n\n")[-1]
 
 
 def test_compare_table_has_its_columns_and_sort_keys(ctx: context.Context) -> None:
@@ -460,6 +461,26 @@ def test_chart_speaks_the_page_language(
     assert ("2.14" if lang == "en" else "2,14") in chart.caption
 
 
+PHONE_WIDTH_PX = 358  # a 390 px phone less Material's 16 px margins
+
+
+@pytest.mark.parametrize("lang", ["en", "es", "ru"])
+def test_chart_text_is_legible_on_a_phone(fixture_result: dict[str, Any], lang: str) -> None:
+    """Shown 358 px wide (a 390 px phone), every text of the chart is at least 10 px tall: the
+    SVG's font sizes are in its viewBox units, scaled by 358 / the viewBox width."""
+    chart = plots.result_chart(fixture_result, lang)
+    assert chart is not None
+    svg = chart.rendered().svg.decode("utf-8")
+    width_pt = float(re.search(r'<svg[^>]* width="([\d.]+)pt"', svg)[1])
+    view_width = float(re.search(r'viewBox="0 0 ([\d.]+) [\d.]+"', svg)[1])
+    assert view_width == pytest.approx(width_pt)
+    assert width_pt * 4 / 3 <= 720  # never wider than the content column
+    sizes = [float(s) for s in re.findall(r"font-size: ([\d.]+)px", svg)]
+    assert len(sizes) >= 10
+    smallest = min(sizes) * PHONE_WIDTH_PX / view_width
+    assert smallest >= 10, f"{min(sizes)} units in a {view_width} wide viewBox: {smallest:.1f} px"
+
+
 def test_chart_is_deterministic_and_reused_when_unchanged(fixture_result: dict[str, Any]) -> None:
     chart = plots.result_chart(fixture_result, "es")
     assert chart is not None
@@ -481,6 +502,7 @@ def test_generated_pages_embed_a_chart_per_language(docs: Path) -> None:
             "compare-quality.svg",
             "compare-speedup.svg",
             "feature-caching.svg",
+            "pruning.svg",
         ]
         page = (docs / lang / "terms" / "feature-caching.md").read_text(encoding="utf-8")
         prefix = "../../" if lang == "en" else "../../../"

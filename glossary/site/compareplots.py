@@ -43,7 +43,7 @@ def _legend(text: ResultText, points: Sequence[Point], *, ticks: bool) -> list[o
 def _quality_svg(text: ResultText, points: Sequence[Point], lang: str) -> bytes:
     xs = [p.speedup for p in points if p.speedup] + [p.limit.value for p in points if p.limit]
     ys = [p.quality for p in points if p.quality]
-    with draw.figure(4.6) as (fig, ax):
+    with draw.figure(5.2) as (fig, ax):
         draw.limit_segments(ax, points)
         draw.scatter(ax, points)
         ax.axhline(1.0, color=draw.FOREGROUND, linewidth=0.8, zorder=1)

@@ -128,7 +128,7 @@ def _draw_scatter(result: Result, text: ResultText, points: list[Point], lang: s
     limit = result_limit(result)
     xs = [p.speedup for p in points if p.speedup] + ([limit.value] if limit else [])
     ys = [p.quality for p in points if p.quality]
-    with draw.figure(4.6) as (fig, ax):
+    with draw.figure(5.2) as (fig, ax):
         draw.scatter(ax, points)
         if limit:
             draw.limit_line(ax, limit)
