@@ -15,19 +15,15 @@ the full page). Each PNG is reduced to a 256-colour palette and written, optimis
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import io
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from glossary.site.serve import serve
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "site_src" / "assets" / "screenshots"
@@ -66,29 +62,6 @@ def build_site(target: Path) -> Path:
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(target)]
     subprocess.run(command, cwd=REPO, check=True)
     return target
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def serve(directory: Path) -> Iterator[str]:
-    """Serve ``directory`` on 127.0.0.1 (a free port) in a thread; yield the base URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def optimised_png(raw: bytes) -> bytes:

@@ -10,10 +10,14 @@
   techniques do not need trained weights, and must not depend on them).
 * ``quick_result``: runs one technique's quick benchmark in-process and returns the result dict
   (for technique tests that inspect what their benchmark reports).
+* ``built``, ``base_url`` and ``browser``, for the site tests: the one strict MkDocs build of this
+  test process (``site_support.session_build``), that build served on 127.0.0.1, and Debian's
+  chromium under Playwright (skipped locally, failed under CI, when it is missing).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,3 +88,38 @@ def quick_result(tmp_path_factory: pytest.TempPathFactory) -> Any:
         return cache[slug]
 
     return run
+
+
+def _support(name: str) -> Any:
+    """A helper module of tests/, imported the way the test modules import it."""
+    try:
+        return importlib.import_module(f"tests.{name}")
+    except ImportError:  # tests/ is not a package: pytest put it on sys.path
+        return importlib.import_module(name)
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The site built once per test process (``mkdocs build --strict``); fails with its output."""
+    site_support = _support("site_support")
+
+    root = site_support.shared_root(tmp_path_factory)
+    return site_support.require_ok(site_support.session_build(str(root)))
+
+
+@pytest.fixture(scope="module")
+def base_url(built: Any) -> Iterator[str]:
+    """The base URL of ``built`` served on 127.0.0.1."""
+    from glossary.site.serve import serve
+
+    with serve(built.site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium under Playwright, one per test module."""
+    browser_support = _support("browser_support")
+
+    with browser_support.chromium() as instance:
+        yield instance

@@ -13,17 +13,12 @@ from __future__ import annotations
 import fcntl
 import functools
 import html.parser
-import http.server
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,6 +26,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
+
+from glossary.site.serve import serve as serve  # re-exported for the browser tests
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "site"
@@ -186,29 +183,6 @@ def session_build(root: str) -> BuiltSite:
 def _entries_source() -> Path | None:
     override = os.environ.get("GLOSSARY_TEST_ENTRIES")
     return Path(override) if override else None
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def serve(directory: Path) -> Iterator[str]:
-    """Serve ``directory`` on 127.0.0.1 (a free port) in a thread; yield the base URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def require_ok(built: BuiltSite) -> BuiltSite:

@@ -41,20 +41,6 @@ _RUN_AXE = """() => axe.run(document, {resultTypes: ["violations"]}).then(result
   })))"""
 
 
-@pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root = site_support.shared_root(tmp_path_factory)
-    built = site_support.require_ok(site_support.session_build(str(root)))
-    with site_support.serve(built.site) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with browser_support.chromium() as instance:
-        yield instance
-
-
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
 def tab(request: pytest.FixtureRequest, browser: Any, base_url: str) -> Iterator[Any]:
     """One tab per variant (scheme, window), reused by every page of that variant."""

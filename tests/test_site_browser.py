@@ -24,24 +24,6 @@ SCREENSHOTS = site_support.REPO / "artifacts" / "screenshots"
 TIMEOUT_MS = browser_support.TIMEOUT_MS
 
 
-@pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
-    root = site_support.shared_root(tmp_path_factory)
-    return site_support.require_ok(site_support.session_build(str(root)))
-
-
-@pytest.fixture(scope="module")
-def base_url(built: BuiltSite) -> Iterator[str]:
-    with site_support.serve(built.site) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with browser_support.chromium() as instance:
-        yield instance
-
-
 @pytest.fixture
 def page(browser: Any, base_url: str) -> Iterator[Any]:
     context = browser.new_context(

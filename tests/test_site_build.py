@@ -31,12 +31,6 @@ BuiltSite = site_support.BuiltSite
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
-    root = site_support.shared_root(tmp_path_factory)
-    return site_support.require_ok(site_support.session_build(str(root)))
-
-
-@pytest.fixture(scope="session")
 def glossary(built: BuiltSite) -> Glossary:
     sys.path.insert(0, str(site_support.FIXTURES))  # the fixture entry's reference module
     try:

@@ -151,12 +151,6 @@ def test_the_check_sees_english() -> None:
     assert english_in("es", [f"1 {piece} 2"])
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> site_support.BuiltSite:
-    root = site_support.shared_root(tmp_path_factory)
-    return site_support.require_ok(site_support.session_build(str(root)))
-
-
 @pytest.mark.parametrize("lang", READER_LANGS)
 def test_no_english_in_the_built_benchmark_sections_and_charts(
     built: site_support.BuiltSite, lang: str

@@ -59,12 +59,6 @@ def run_lychee(site: Path) -> dict:
     return report
 
 
-@pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
-    root = site_support.shared_root(tmp_path_factory)
-    return site_support.require_ok(site_support.session_build(str(root)))
-
-
 @pytest.fixture
 def broken_site(tmp_path: Path) -> Path:
     """Two pages: one good link and anchor, one missing page, one missing anchor each."""

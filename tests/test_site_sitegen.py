@@ -335,7 +335,10 @@ def test_result_without_headline_and_zero_target(ctx: context.Context) -> None:
     ]
     ctx.results.by_slug["feature-caching"] = result
     page = terms.term_page(ctx.glossary["feature-caching"], "en", ctx)
-    assert "DeepCache N=3 keeps FDD within 0.00× of plain DDIM | 0 | ≤ 0 | ✓ met |" in page
+    assert (
+        "DeepCache N=3 keeps FDD within 0.00× of plain DDIM (paired ratio over seeds)"
+        " | 0 | ≤ 0 | ✓ met |" in page
+    )
     cells = _compare_row(compare.compare_page("en", ctx), "feature-caching")
     assert cells[2:5] == ["—", "—", "—"] and cells[5] == "1 met" and cells[7] == "—"
 
