@@ -1,0 +1,3 @@
+from reference.stacking.cli import main
+
+main()
