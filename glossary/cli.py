@@ -585,6 +585,61 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+STACKING = "stacking"
+"""The stacking study: run and checked by ``glossary bench`` like a technique, though it is not
+one (it has no glossary entry and is not in the registry)."""
+_VALUED = ("--threads", "--out")
+
+
+def split_stacking(rest: list[str]) -> tuple[list[str], bool]:
+    """``rest`` without the positional ``stacking``, and whether the study is selected: named,
+    or implied because no technique is named."""
+    kept, positional, named, i = [], [], False, 0
+    while i < len(rest):
+        arg = rest[i]
+        if arg in _VALUED and i + 1 < len(rest):
+            kept += [arg, rest[i + 1]]
+            i += 2
+            continue
+        if arg == STACKING:
+            named = True
+        else:
+            kept.append(arg)
+            if not arg.startswith("-"):
+                positional.append(arg)
+        i += 1
+    return kept, named or not positional
+
+
+def _stacking_flags(rest: list[str]) -> list[str]:
+    """The flags of ``glossary bench`` that ``python -m reference.stacking`` understands."""
+    out, i = [], 0
+    while i < len(rest):
+        arg = rest[i]
+        if arg in _VALUED and i + 1 < len(rest):
+            out += [arg, rest[i + 1]]
+            i += 1
+        elif arg.startswith(tuple(f"{v}=" for v in _VALUED)) or arg == "--quick":
+            out.append(arg)
+        i += 1
+    return out
+
+
+def _bench_stacking(rest: list[str]) -> int:
+    from reference.stacking.cli import run as stacking_run
+
+    if "--check" in rest:
+        return stacking_run(["--check"])
+    try:
+        return stacking_run(["--bench", *_stacking_flags(rest)])
+    except Exception as exc:  # reported like the runner reports a failed technique
+        if "--traceback" in rest:
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"glossary bench: stacking failed: {type(exc).__name__}: {first}", file=sys.stderr)
+        return 1
+
+
 def cmd_bench(rest: list[str]) -> int:
     try:
         from reference.harness.runner import main as bench_main
@@ -592,7 +647,17 @@ def cmd_bench(rest: list[str]) -> int:
         raise CliError(
             _("the benchmark harness is not available (%(error)s)") % {"error": exc}, 2
         ) from exc
-    return exit_code(bench_main(rest))
+    kept, with_stacking = split_stacking(rest)
+    named_other = [a for a in kept if not a.startswith("-") and a not in _values(kept)]
+    code = 0 if (STACKING in rest and not named_other) else exit_code(bench_main(kept))
+    if with_stacking:
+        code = max(code, _bench_stacking(rest))
+    return code
+
+
+def _values(args: list[str]) -> set[str]:
+    """The values of ``--threads``/``--out`` in ``args`` (not positionals)."""
+    return {args[i + 1] for i, a in enumerate(args[:-1]) if a in _VALUED}
 
 
 def exit_code(code: object) -> int:

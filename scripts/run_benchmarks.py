@@ -1,11 +1,11 @@
-"""Run the reference benchmarks: the same as ``glossary bench`` (see ``--help``)."""
+"""Run the reference benchmarks and the stacking study: the same as ``glossary bench``."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reference.harness.runner import main
+from glossary.cli import cmd_bench
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cmd_bench(sys.argv[1:]))

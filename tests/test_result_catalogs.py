@@ -10,7 +10,7 @@ from glossary import style
 from glossary.resulttext import LANGS, catalog_path
 from reference.registry import slugs
 
-DOMAINS = ["results", *slugs()]
+DOMAINS = ["results", *slugs(), "stacking"]
 
 
 @pytest.mark.parametrize("lang", LANGS)

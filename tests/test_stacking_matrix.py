@@ -1,0 +1,85 @@
+"""The compatibility matrix (reference/compatibility.py): complete, consistent with the elements'
+pipeline slots, its reasons one line each and translated. Torch-free."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import pytest
+from babel.messages.pofile import read_po
+
+from glossary.resulttext import LANGS, ResultText, catalog_path
+from reference import compatibility as cm
+from reference.registry import slugs
+from reference.stacking.elements import BY_SLUG, ELEMENTS, row_id
+
+
+def test_every_registered_technique_has_a_role() -> None:
+    assert set(cm.ROLES) == {*slugs(), cm.COMPILE}
+    for role in cm.ROLES.values():
+        assert (role.level is None) == (role.not_inference_time is not None)
+        assert role.level is None or role.level in cm.LEVELS
+
+
+def test_the_matrix_classifies_every_pair_once() -> None:
+    pairs = cm.all_pairs()
+    n = len(cm.inference_time())
+    assert n == 12 and len(pairs) == n * (n - 1) // 2 == 66
+    assert sum(v.compatible for *_, v in pairs) == 35
+    assert all(len(p) == 2 and p <= set(cm.inference_time()) for p in cm.INCOMPATIBLE)
+    assert len(cm.INCOMPATIBLE) == 31
+    for a, b, v in pairs:
+        assert cm.verdict(b, a) == v  # symmetric
+
+
+def test_reasons_are_one_short_line_and_each_is_used() -> None:
+    for reason, line in cm.REASONS.items():
+        assert "\n" not in line and len(line) < 130, reason
+    assert set(cm.INCOMPATIBLE.values()) == set(cm.REASONS)
+
+
+@pytest.mark.parametrize("slug", [s for s, r in cm.ROLES.items() if r.level is None])
+def test_a_technique_that_is_not_inference_time_is_in_no_pair(slug: str) -> None:
+    with pytest.raises(KeyError, match="not an inference-time technique"):
+        cm.verdict(slug, "pruning")
+
+
+def test_unknown_slugs_and_self_pairs_are_refused() -> None:
+    with pytest.raises(KeyError, match="unknown technique 'nope'"):
+        cm.verdict("nope", "pruning")
+    with pytest.raises(KeyError, match="two different"):
+        cm.verdict("pruning", "pruning")
+
+
+def test_every_inference_time_slug_is_an_element() -> None:
+    assert set(BY_SLUG) == set(cm.inference_time())
+
+
+@pytest.mark.parametrize(("a", "b"), list(combinations(sorted(ELEMENTS), 2)))
+def test_elements_writing_the_same_slot_are_marked_incompatible(a: str, b: str) -> None:
+    ea, eb = ELEMENTS[a], ELEMENTS[b]
+    if ea.writes & eb.writes:
+        assert not cm.verdict(ea.slug, eb.slug).compatible
+
+
+def test_row_ids_follow_the_composition_order() -> None:
+    assert row_id(["solver", "deepcache", "pruned", "compile"]) == "pruned.compile.deepcache.solver"
+    assert row_id(["guidance", "forecast"]) == "guidance.forecast"
+    assert row_id([]) == "base"
+
+
+def test_the_english_catalog_repeats_the_matrix_lines() -> None:
+    en = ResultText("stacking", "en")
+    for reason, line in cm.REASONS.items():
+        assert en.message(f"reason.{reason}") == line
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_name_and_reason_is_translated(lang: str) -> None:
+    with catalog_path("stacking", lang).open("rb") as fh:
+        ids = {m.id for m in read_po(fh) if m.id}
+    needed = {f"reason.{r}" for r in cm.REASONS}
+    needed |= {f"element.{e}" for e in ELEMENTS} | {f"level.{lv}" for lv in cm.LEVELS}
+    assert needed <= ids
+    with catalog_path("stacking", "en").open("rb") as fh:
+        assert ids == {m.id for m in read_po(fh) if m.id}
