@@ -83,3 +83,40 @@ def test_every_name_and_reason_is_translated(lang: str) -> None:
     assert needed <= ids
     with catalog_path("stacking", "en").open("rb") as fh:
         assert ids == {m.id for m in read_po(fh) if m.id}
+
+
+@pytest.mark.parametrize(
+    ("rest", "kept", "selected"),
+    [
+        ([], [], True),
+        (["--check"], ["--check"], True),
+        (["stacking"], [], True),
+        (["pruning", "--quick"], ["pruning", "--quick"], False),
+        (["stacking", "pruning"], ["pruning"], True),
+        (["--out", "stacking"], ["--out", "stacking"], True),  # a folder, not the study
+    ],
+)
+def test_glossary_bench_finds_the_study_among_its_arguments(
+    rest: list[str], kept: list[str], selected: bool
+) -> None:
+    from glossary.cli import split_stacking
+
+    assert split_stacking(rest) == (kept, selected)
+
+
+def test_glossary_bench_runs_the_fifteen_then_the_study(monkeypatch: pytest.MonkeyPatch) -> None:
+    import reference.harness.runner as runner
+    import reference.stacking.cli as stacking_cli
+    from glossary.cli import cmd_bench
+
+    calls: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(runner, "main", lambda argv: calls.append(("runner", argv)) or 0)
+    monkeypatch.setattr(stacking_cli, "run", lambda argv: calls.append(("stacking", argv)) or 0)
+    assert cmd_bench(["--check"]) == 0
+    assert calls == [("runner", ["--check"]), ("stacking", ["--check"])]
+    calls.clear()
+    assert cmd_bench(["stacking", "--quick", "--threads", "1"]) == 0
+    assert calls == [("stacking", ["--bench", "--quick", "--threads", "1"])]
+    calls.clear()
+    assert cmd_bench(["pruning"]) == 0
+    assert calls == [("runner", ["pruning"])]
