@@ -6,6 +6,11 @@ a file the harness would refuse is never rendered. Only standard results are pub
 non-standard or ``--quick`` result is refused unless the build explicitly allows it
 (``GLOSSARY_ALLOW_NONSTANDARD=1``, for tests). The directory defaults to ``reference/results``
 and can be changed with ``GLOSSARY_RESULTS_DIR`` (the site tests use a fixture).
+
+A *composite* result (:data:`COMPOSITES`: ``stacking.json``, the study of stacked techniques,
+written by ``reference.stacking``) is validated the same way but is not a technique's result:
+it is kept in :attr:`Results.composites`, apart from :attr:`Results.by_slug`, and gets a page of
+its own (:mod:`glossary.site.stacking`) instead of a technique chart.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ RESULTS_ENV = "GLOSSARY_RESULTS_DIR"
 ALLOW_ENV = "GLOSSARY_ALLOW_NONSTANDARD"
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_RESULTS_DIR = REPO_ROOT / "reference" / "results"
+COMPOSITES = ("stacking",)
+"""Result slugs that are studies over several techniques, not a registered technique."""
 FIGURES_DIR = "assets/results"
 """Where the result figures go in the docs directory (committed PNGs and the drawn SVGs)."""
 
@@ -32,10 +39,16 @@ class SiteGenError(Exception):
 
 @dataclass
 class Results:
-    """The benchmark results that exist, keyed by technique slug."""
+    """The benchmark results that exist: per technique (keyed by its slug) and composite."""
 
     directory: Path
     by_slug: dict[str, Result] = field(default_factory=dict)
+    composites: dict[str, Result] = field(default_factory=dict)
+    """The composite results (:data:`COMPOSITES`) that exist, keyed by their slug."""
+
+    def all(self) -> dict[str, Result]:
+        """Every result, technique and composite, keyed by slug."""
+        return {**self.by_slug, **self.composites}
 
 
 def results_dir() -> Path:
@@ -75,5 +88,6 @@ def load_results(directory: Path, allow_nonstandard: bool | None = None) -> Resu
         problems = _problems(data, path, allow_nonstandard)
         if problems:
             raise SiteGenError(f"{path}: " + "; ".join(problems))
-        results.by_slug[path.stem] = data
+        target = results.composites if path.stem in COMPOSITES else results.by_slug
+        target[path.stem] = data
     return results
