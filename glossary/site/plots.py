@@ -38,7 +38,14 @@ from glossary.site.plotdata import (
 from glossary.site.results import Result
 
 ROLES = ("baseline", "technique", "control", "reference")
-_CODE = ("plotdraw.py", "plots.py", "compareplots.py", "plotdata.py")
+_CODE = (
+    "plotdraw.py",
+    "plots.py",
+    "compareplots.py",
+    "plotdata.py",
+    "stackplots.py",
+    "stackdata.py",
+)
 
 
 @dataclass(frozen=True)
