@@ -177,6 +177,8 @@ def compare_page(lang: str, ctx: Context) -> str:
     text = ResultText("results", lang)
     lines = ["# " + _("Comparison of techniques"), "", text.message("site.compare-intro"), ""]
     lines += [text.message("site.compare-guide"), ""]
+    title = text.message("stacking.title")
+    lines += [text.message("stacking.compare-link", {"link": f"[{title}](stacking.md)"}), ""]
     charts = _charts(lang, ctx)
     if charts:
         lines += [heading(2, text.message("site.compare-charts"), "charts"), "", *charts]

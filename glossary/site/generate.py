@@ -7,10 +7,13 @@ everything else is written here, once per language of :data:`glossary.schema.LAN
 * ``<lang>/categories/index.md`` and ``<lang>/categories/<category>.md``;
 * ``<lang>/index-a-z.md``: every term and alias, bucketed and sorted by the language's collation;
 * ``<lang>/compare.md``: the headline figures of every technique that has results;
+* ``<lang>/stacking.md``: the study of stacked techniques (:mod:`glossary.site.stacking`),
+  always written, saying "not measured yet" without ``stacking.json``;
 * ``<lang>/downloads.md`` and ``assets/downloads/``: the exports of the glossary;
 * ``assets/results/<figure>``: the figures named by the result files;
-* ``assets/results/<lang>/<slug>.svg`` and ``compare-*.svg``: the charts drawn from the results
-  (:mod:`glossary.site.plots`), one per language.
+* ``assets/results/<lang>/<slug>.svg``, ``compare-*.svg`` and ``stacking-*.svg``: the charts
+  drawn from the results (:mod:`glossary.site.plots`, :mod:`glossary.site.stackplots`), one per
+  language.
 
 The generator writes real files, and only those whose content changed
 (:mod:`glossary.site.writing`). :mod:`glossary.mkdocs_hooks` calls :func:`generate` from MkDocs'
@@ -33,6 +36,7 @@ from glossary.site.figures import chart_path
 from glossary.site.indexes import az_page, categories_index, category_page
 from glossary.site.plots import Chart
 from glossary.site.results import FIGURES_DIR, load_results, results_dir
+from glossary.site.stacking import composite, stacking_page
 from glossary.site.terms import term_page
 from glossary.site.urls import sorted_entries
 from glossary.site.writing import Report, remove_stale
@@ -52,13 +56,14 @@ def pages(ctx: Context) -> dict[str, str]:
             out[f"{lang}/categories/{category}.md"] = category_page(category, lang, ctx)
         out[f"{lang}/index-a-z.md"] = az_page(lang, ctx)
         out[f"{lang}/compare.md"] = compare_page(lang, ctx)
+        out[f"{lang}/stacking.md"] = stacking_page(lang, ctx)
     return out
 
 
 def copy_figures(ctx: Context, docs_dir: Path, report: Report) -> set[Path]:
     """Copy every figure a result names into the docs directory; report the missing ones."""
     kept: set[Path] = set()
-    for slug, result in sorted(ctx.results.by_slug.items()):
+    for slug, result in sorted(ctx.results.all().items()):
         for figure in result["figures"]:
             name = figure["file"]
             source = ctx.results.directory / name
@@ -77,6 +82,7 @@ def _charts(ctx: Context) -> dict[tuple[str, str], list[Chart]]:
     from glossary.site.compareplots import compare_charts
     from glossary.site.plotdata import headline_point
     from glossary.site.plots import result_chart
+    from glossary.site.stackplots import stacking_charts
 
     charts: dict[tuple[str, str], list[Chart]] = {}
     for slug, result in sorted(ctx.results.by_slug.items()):
@@ -91,6 +97,10 @@ def _charts(ctx: Context) -> dict[tuple[str, str], list[Chart]]:
             point = headline_point(result, entry.term(lang)) if result else None
             points += [point] if point else []
         charts[("compare", lang)] = compare_charts(points, lang)
+    study = composite(ctx)
+    if study is not None:
+        for lang in LANGS:
+            charts[("stacking", lang)] = stacking_charts(study, lang)
     return charts
 
 

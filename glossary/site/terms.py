@@ -1,5 +1,6 @@
-"""The page of one entry in one language: definition, explanation, run it, benchmark, sources,
-libraries, related terms and the API of its reference implementation."""
+"""The page of one entry in one language: definition, explanation, run it, benchmark, the stacks
+the technique was measured in, sources, libraries, related terms and the API of its reference
+implementation."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from glossary.site.markdown import (
     safe_url,
 )
 from glossary.site.results import FIGURES_DIR
+from glossary.site.stacking import stack_section
 from glossary.site.urls import cross_language_href, sorted_entries, term_link
 
 LANG_NAMES = {"es": "Español", "ru": "Русский", "en": "English"}
@@ -157,7 +159,7 @@ def _measured(entry: Entry, lang: str, ctx: Context, _: Translate) -> list[str]:
         f".venv/bin/glossary bench {entry.slug}",
         result_figures(entry, lang, ctx),
     )
-    return [*run_it(entry, _), *section]
+    return [*run_it(entry, _), *section, *stack_section(entry.slug, lang, ctx)]
 
 
 def _references(entry: Entry, lang: str, ctx: Context, _: Translate) -> list[str]:
