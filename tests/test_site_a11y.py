@@ -1,7 +1,7 @@
 """Accessibility: axe-core (the npm package, ``make axe``) run inside Chromium on the built site.
 
-Home, A-Z, compare, downloads and two technique pages, in each language, in the light scheme on
-a desktop window, in the dark scheme and on a phone: no critical or serious violation. The
+Home, A-Z, compare, stacking, downloads and two technique pages, in each language, in the light
+scheme on a desktop window, in the dark scheme and on a phone: no critical or serious violation. The
 moderate and minor ones (landmark names, heading levels inside the API docs) are not counted.
 """
 
@@ -23,6 +23,7 @@ PAGES = (
     "",
     "index-a-z/",
     "compare/",
+    "stacking/",
     "downloads/",
     "terms/feature-caching/",
     "terms/pruning/",

@@ -359,8 +359,9 @@ def test_search_results_of_the_page_language_come_first_and_say_their_language(
         assert (badge, badge_lang) == (LANGUAGE_NAMES[_language_of(path)], _language_of(path))
 
 
-# The first table of the summary tab (the benchmark section's main table), or the compare table;
-# its scroll region (``.gl-table``) must not scroll sideways, and on a phone each row is a card.
+# The first table of the summary tab (the benchmark section's main table), or the sortable table
+# of the compare or stacking page; its scroll region (``.gl-table``) must not scroll sideways,
+# and on a phone each row is a card.
 _TABLE_FIT = """selector => {
   const table = document.querySelector(selector);
   const region = table.closest('.gl-table');
@@ -376,6 +377,8 @@ _TABLES = {
     "ru/terms/pruning/": "#benchmark ~ .tabbed-set .tabbed-block:first-child table",
     "es/compare/": "table[data-sortable]",
     "ru/compare/": "table[data-sortable]",
+    "es/stacking/": "table[data-sortable]",
+    "ru/stacking/": "table[data-sortable]",
 }
 
 

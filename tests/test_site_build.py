@@ -49,7 +49,7 @@ def test_every_entry_has_a_page_in_every_language(built: BuiltSite, glossary: Gl
     for lang in LANGS:
         for entry in glossary:
             assert built.page(lang, f"terms/{entry.slug}").is_file(), (lang, entry.slug)
-        for path in ("", "index-a-z", "compare", "categories"):
+        for path in ("", "index-a-z", "compare", "stacking", "categories"):
             assert built.page(lang, path).is_file(), (lang, path)
 
 

@@ -1,14 +1,19 @@
 """A Spanish or Russian reader meets no untranslated English in the measured part of a page.
 
-Every text node of the benchmark section (from ``<h2 id="benchmark">`` to the next ``<h2>``) of
-each es and ru technique page, of the compare page and of every drawn chart (SVG ``<text>``) is
-read, outside ``<code>``, ``<pre>`` and elements marked ``lang="en"``. A node fails when it equals
-the English text of a catalog message (``results.po`` and each technique's catalog) that has no
-placeholders, or contains a static fragment (over 12 characters) of one that has placeholders.
+Every text node of the benchmark section (from ``<h2 id="benchmark">`` to the next ``<h2>``) and of
+the stacks section (``<h2 id="stacks">``) of each es and ru technique page, of the compare and
+stacking pages and of every drawn chart (SVG ``<text>``) is read, outside ``<code>``, ``<pre>`` and
+elements marked ``lang="en"``. A node fails when it equals the English text of a catalog message
+(``results.po`` and each technique's catalog) that has no placeholders, or contains a static
+fragment (over 12 characters) of one that has placeholders.
 
 Two sources are read: the test build (the fixture results) and, rendered without MkDocs, the
 benchmark section and chart of every committed result in ``reference/results/`` (read only), so
-that a new technique's catalog is checked too.
+that a new technique's catalog is checked too; the committed stacking study, when there is one,
+is rendered the same way (its page and its two charts).
+
+A technique's display name in the stacking study's catalog (``element.<id>``) that its
+translation keeps as it is ("DeepCache", "torch.compile") is a proper name, not English.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ FRAGMENT_MIN = 12
 # same (Spanish "control"), or the text is a proper name a reader meets as it is.
 SAME_IN_TRANSLATION = {
     ("es", "role.control"),  # Spanish "control" (el control), the same word as the English
+    ("es", "site.control-no"),  # Spanish "no", the verdict "does not beat its control"
 }
 # Messages with placeholders whose long static fragments are names, not English prose.
 NAME_FRAGMENTS = {
@@ -118,6 +124,25 @@ def text_nodes(markup: str, section: str | None) -> list[str]:
     return parser.texts
 
 
+@functools.cache
+def kept_names(lang: str) -> frozenset[str]:
+    """The ``element.*`` messages whose ``lang`` translation is the English text itself."""
+    kept = set()
+    for path in sorted(REPO.glob(f"reference/*/locale/{lang}/LC_MESSAGES/*.po")):
+        english = path.parents[2] / "en" / "LC_MESSAGES" / path.name
+        if not english.is_file():
+            continue
+        with path.open("rb") as handle, english.open("rb") as original:
+            theirs, ours = read_po(original), read_po(handle)
+        for message in ours:
+            msgid = message.id if isinstance(message.id, str) else None
+            if msgid and msgid.startswith("element.") and message.string:
+                source = theirs.get(msgid)
+                if source is not None and source.string == message.string:
+                    kept.add(msgid)
+    return frozenset(kept)
+
+
 def english_in(lang: str, texts: list[str]) -> list[str]:
     """Each text that is, or contains, the English of a catalog message, with the message."""
     whole, fragments = english_messages()
@@ -125,7 +150,7 @@ def english_in(lang: str, texts: list[str]) -> list[str]:
     for text in texts:
         for candidate in (text, text.strip(" .:;·")):
             msgid = whole.get(candidate)
-            if msgid and (lang, msgid) not in SAME_IN_TRANSLATION:
+            if msgid and (lang, msgid) not in SAME_IN_TRANSLATION and msgid not in kept_names(lang):
                 found.append(f"{text!r} (English of {msgid})")
                 break
         else:
@@ -159,11 +184,13 @@ def test_no_english_in_the_built_benchmark_sections_and_charts(
     pages = sorted((built.site / lang / "terms").glob("*/index.html"))
     assert any('id="benchmark"' in p.read_text(encoding="utf-8") for p in pages)
     for page in pages:
-        texts = text_nodes(page.read_text(encoding="utf-8"), "benchmark")
+        markup = page.read_text(encoding="utf-8")
+        texts = text_nodes(markup, "benchmark") + text_nodes(markup, "stacks")
         found += [f"{page.relative_to(built.site)}: {t}" for t in english_in(lang, texts)]
-    compare = built.page(lang, "compare")
-    texts = text_nodes(compare.read_text(encoding="utf-8"), None)
-    found += [f"{lang}/compare/: {t}" for t in english_in(lang, texts)]
+    assert any('id="stacks"' in p.read_text(encoding="utf-8") for p in pages)
+    for name in ("compare", "stacking"):
+        texts = text_nodes(built.page(lang, name).read_text(encoding="utf-8"), None)
+        found += [f"{lang}/{name}/: {t}" for t in english_in(lang, texts)]
     charts = sorted((built.site / "assets" / "results" / lang).glob("*.svg"))
     assert charts
     for chart in charts:
@@ -173,7 +200,10 @@ def test_no_english_in_the_built_benchmark_sections_and_charts(
 
 
 def _committed_results() -> list[str]:
-    return sorted(p.stem for p in (REPO / "reference" / "results").glob("*.json"))
+    from glossary.site.results import COMPOSITES
+
+    paths = (REPO / "reference" / "results").glob("*.json")
+    return sorted(p.stem for p in paths if p.stem not in COMPOSITES)
 
 
 @functools.cache
@@ -201,6 +231,34 @@ def test_no_english_in_the_benchmark_of_each_committed_result(slug: str, lang: s
     if chart is not None:
         found += [f"{lang}/{slug}.svg: {t}" for t in english_in(lang, _svg_texts(chart))]
         found += [f"{lang}/{slug} caption: {t}" for t in english_in(lang, [chart.caption])]
+    assert not found, "\n".join(found)
+
+
+def _markup(source: str) -> str:
+    """Markdown rendered with the site's extensions (no MkDocs)."""
+    extensions = ["attr_list", "admonition", "tables", "pymdownx.superfences", "pymdownx.tabbed"]
+    configs = {"pymdownx.tabbed": {"alternate_style": True}}
+    return markdown.markdown(source, extensions=extensions, extension_configs=configs)
+
+
+@pytest.mark.parametrize("lang", READER_LANGS)
+def test_no_english_on_the_committed_stacking_page(lang: str) -> None:
+    from glossary.loader import load_glossary, module_exists
+    from glossary.site.context import Context
+    from glossary.site.results import load_results
+    from glossary.site.stacking import stacking_page
+    from glossary.site.stackplots import stacking_charts
+
+    loaded = load_results(REPO / "reference" / "results", allow_nonstandard=True)
+    study = loaded.composites.get("stacking")
+    if study is None:
+        pytest.skip("the stacking study has no committed result yet")
+    ctx = Context(glossary=load_glossary(), results=loaded, module_exists=module_exists)
+    markup = _markup(stacking_page(lang, ctx))
+    found = [f"{lang}/stacking/: {t}" for t in english_in(lang, text_nodes(markup, None))]
+    for chart in stacking_charts(study, lang):
+        found += [f"{lang}/{chart.name}.svg: {t}" for t in english_in(lang, _svg_texts(chart))]
+        found += [f"{lang}/{chart.name} caption: {t}" for t in english_in(lang, [chart.caption])]
     assert not found, "\n".join(found)
 
 

@@ -137,7 +137,7 @@ def test_generate_writes_every_page_in_every_language(docs: Path) -> None:
             assert (docs / lang / "terms" / f"{entry.slug}.md").is_file()
         for category in CATEGORIES:
             assert (docs / lang / "categories" / f"{category}.md").is_file()
-        for name in ("index-a-z.md", "compare.md", "categories/index.md"):
+        for name in ("index-a-z.md", "compare.md", "stacking.md", "categories/index.md"):
             assert (docs / lang / name).is_file()
     assert (docs / "assets" / "results" / "feature-caching.png").is_file()
 
@@ -506,6 +506,8 @@ def test_generated_pages_embed_a_chart_per_language(docs: Path) -> None:
             "compare-speedup.svg",
             "feature-caching.svg",
             "pruning.svg",
+            "stacking-interaction.svg",
+            "stacking-pareto.svg",
         ]
         page = (docs / lang / "terms" / "feature-caching.md").read_text(encoding="utf-8")
         prefix = "../../" if lang == "en" else "../../../"
