@@ -34,7 +34,7 @@ from glossary.site.benchmark import aims_table, provenance
 from glossary.site.context import Context
 from glossary.site.figures import asset_href, chart_figure, chart_path
 from glossary.site.formatting import interval, number
-from glossary.site.markdown import escape_markdown, escape_text, heading, html_attr, table_row
+from glossary.site.markdown import escape_markdown, escape_text, heading, html_attr
 from glossary.site.results import Result
 from glossary.site.urls import relative_href
 
@@ -257,8 +257,20 @@ def _matrix_cell(i: int, j: int, compatible: Any, reason: Any, letters: dict[str
     return COMPATIBLE if compatible is True else "—"
 
 
-def _abbr(index: int, name: str) -> str:
-    return f'<abbr title="{html_attr(name).replace("|", "&#124;")}">{index}</abbr>'
+def _matrix_html(names: list[str], cells: list[list[str]]) -> list[str]:
+    """The matrix as an HTML table: numbered columns (each naming its technique in a tooltip),
+    one row per technique headed by its number and name."""
+    head = "".join(
+        f'<th scope="col"><abbr title="{html_attr(name)}">{i}</abbr></th>'
+        for i, name in enumerate(names, 1)
+    )
+    rows = [
+        f'<tr><th scope="row">{i} {html_attr(name)}</th>'
+        + "".join(f"<td>{cell}</td>" for cell in line)
+        + "</tr>"
+        for i, (name, line) in enumerate(zip(names, cells, strict=True), 1)
+    ]
+    return [f"<table data-matrix><thead><tr><td></td>{head}</tr></thead><tbody>", *rows]
 
 
 def compatibility(result: Result, text: ResultText) -> list[str]:
@@ -271,14 +283,11 @@ def compatibility(result: Result, text: ResultText) -> list[str]:
     letters = _reason_letters(result)
     lines = [heading(2, text.message("stacking.compat-title"), "compatibility"), ""]
     lines += [text.message("stacking.compat-legend"), ""]
-    lines.append(table_row(["", *(_abbr(i, n) for i, n in enumerate(names, 1))]))
-    lines.append("|---|" + ":-:|" * len(ids))
-    for i, shown in enumerate(names):
-        cells = [
-            _matrix_cell(i, j, compatible[i][j], reasons[i][j], letters) for j in range(len(ids))
-        ]
-        lines.append(table_row([f"{i + 1} {escape_text(shown)}", *cells]))
-    lines.append("")
+    cells = [
+        [_matrix_cell(i, j, compatible[i][j], reasons[i][j], letters) for j in range(len(ids))]
+        for i in range(len(ids))
+    ]
+    lines += [*_matrix_html(names, cells), "</tbody></table>", ""]
     for reason, letter in letters.items():
         pairs = [
             f"{names[i]} × {names[j]}"
