@@ -393,3 +393,16 @@ def test_built_stacking_page_has_charts_table_and_navigation(
     assert re.search(r'href="[^"]*stacking/"', home)
     term = built.html(lang, "terms/accelerate-method")
     assert 'href="../../stacking/#stack-forecast-solver"' in term
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_row_with_inherited_quality_names_the_row_it_inherits_from(
+    ctx: context.Context, lang: str
+) -> None:
+    table = _section(stacking.stacking_page(lang, ctx), "stacks")
+    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr id="([^"]+)">.*', table)}
+    text = ResultText("stacking", lang)
+    said = text.message("stacking.inherited", {"parent": _names(lang, ["solver"])})
+    assert html.escape(said, quote=True) in rows["stack-compile-solver"]
+    prefix = text.message("stacking.inherited", {"parent": "\x00"}).split("\x00")[0]
+    assert html.escape(prefix, quote=True) not in rows["stack-forecast-solver"]

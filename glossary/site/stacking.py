@@ -178,6 +178,17 @@ def _measured_td(row: data.Row, key: str, lang: str, suffix: str = "") -> str:
     return _td(shown, found, numeric=True)
 
 
+def _quality_td(result: Result, row: data.Row, text: ResultText, lang: str) -> str:
+    """The FDD ratio; for a row whose quality is inherited from the same stack without its exact
+    elements (fusion, compilation), which row it is."""
+    cell = _measured_td(row, "fd_ratio", lang)
+    parent = data.row_by_id(result, row.get("config", {}).get("quality_of"))
+    if parent is None:
+        return cell
+    shown = text.message("stacking.inherited", {"parent": data.label(text, parent)})
+    return cell.replace("</td>", f'<br><span class="gl-detail">{html_attr(shown)}</span></td>')
+
+
 def _control_td(result: Result, row: data.Row, text: ResultText, lang: str) -> str:
     control = data.control_of(result, row)
     if control is None:
@@ -202,7 +213,7 @@ def table_row_html(result: Result, row: data.Row, lang: str, ctx: Context) -> st
     cells = [
         _td(_html_names(result, text, data.members(row), lang, ctx), data.label(text, row)),
         _measured_td(row, "speedup", lang, "×"),
-        _measured_td(row, "fd_ratio", lang),
+        _quality_td(result, row, text, lang),
         _measured_td(row, "interaction", lang),
         _control_td(result, row, text, lang),
         _verdict_td(result, row, text),
