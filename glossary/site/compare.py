@@ -24,7 +24,7 @@ from glossary.site.figures import asset_href, chart_figure, chart_path
 from glossary.site.formatting import Translate, interval, number, translator
 from glossary.site.markdown import heading, html_attr
 from glossary.site.plotdata import above_estimate, is_anomaly
-from glossary.site.results import Result
+from glossary.site.results import Result, aims_verdict
 from glossary.site.urls import relative_href, sorted_entries, term_link
 
 Verdict = Literal["yes", "no", "inconclusive", "unjudged", "none"]
@@ -48,11 +48,7 @@ def beats_control(result: Result) -> Verdict:
     states = [a["state"] for a in result["aims"] if a.get("against") in controls]
     if not states:
         return "unjudged"
-    if all(s == "met" for s in states):
-        return "yes"
-    if all(s == "missed" for s in states):
-        return "no"
-    return "inconclusive"
+    return aims_verdict(states)
 
 
 def flag(result: Result) -> Literal["anomaly", "above-estimate"] | None:

@@ -19,7 +19,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 RESULTS_ENV = "GLOSSARY_RESULTS_DIR"
 ALLOW_ENV = "GLOSSARY_ALLOW_NONSTANDARD"
@@ -91,3 +91,13 @@ def load_results(directory: Path, allow_nonstandard: bool | None = None) -> Resu
         target = results.composites if path.stem in COMPOSITES else results.by_slug
         target[path.stem] = data
     return results
+
+
+def aims_verdict(states: list[str]) -> Literal["yes", "no", "inconclusive"]:
+    """What a set of aim states says together: ``yes`` when every one is met, ``no`` when every
+    one is missed, ``inconclusive`` otherwise (an inconclusive aim, or a met and a missed one)."""
+    if all(s == "met" for s in states):
+        return "yes"
+    if all(s == "missed" for s in states):
+        return "no"
+    return "inconclusive"

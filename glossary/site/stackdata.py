@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from glossary.resulttext import ResultText
-from glossary.site.results import Result
+from glossary.site.results import Result, aims_verdict
 
 Row = dict[str, Any]
 Span = tuple[float, float]
@@ -184,11 +184,7 @@ def beats_control(result: Result, row: Row) -> Verdict:
     states = [a["state"] for a in control_aims(result, row)]
     if not states:
         return "none"
-    if all(s == "met" for s in states):
-        return "yes"
-    if all(s == "missed" for s in states):
-        return "no"
-    return "inconclusive"
+    return aims_verdict(states)
 
 
 def latency_ratio(row: Row) -> tuple[float | None, Span | None]:
