@@ -591,10 +591,10 @@ one (it has no glossary entry and is not in the registry)."""
 _VALUED = ("--threads", "--out")
 
 
-def split_stacking(rest: list[str]) -> tuple[list[str], bool]:
-    """``rest`` without the positional ``stacking``, and whether the study is selected: named,
-    or implied because no technique is named."""
-    kept, positional, named, i = [], [], False, 0
+def _parse_bench(rest: list[str]) -> tuple[list[str], bool, bool]:
+    """``rest`` without the positional ``stacking``; whether the study is named; whether any
+    other technique is (a value of ``--threads``/``--out`` is neither)."""
+    kept, named, others, i = [], False, False, 0
     while i < len(rest):
         arg = rest[i]
         if arg in _VALUED and i + 1 < len(rest):
@@ -605,10 +605,16 @@ def split_stacking(rest: list[str]) -> tuple[list[str], bool]:
             named = True
         else:
             kept.append(arg)
-            if not arg.startswith("-"):
-                positional.append(arg)
+            others = others or not arg.startswith("-")
         i += 1
-    return kept, named or not positional
+    return kept, named, others
+
+
+def split_stacking(rest: list[str]) -> tuple[list[str], bool]:
+    """``rest`` without the positional ``stacking``, and whether the study is selected: named,
+    or implied because no technique is named."""
+    kept, named, others = _parse_bench(rest)
+    return kept, named or not others
 
 
 def _stacking_flags(rest: list[str]) -> list[str]:
@@ -647,17 +653,11 @@ def cmd_bench(rest: list[str]) -> int:
         raise CliError(
             _("the benchmark harness is not available (%(error)s)") % {"error": exc}, 2
         ) from exc
-    kept, with_stacking = split_stacking(rest)
-    named_other = [a for a in kept if not a.startswith("-") and a not in _values(kept)]
-    code = 0 if (STACKING in rest and not named_other) else exit_code(bench_main(kept))
-    if with_stacking:
+    kept, named, others = _parse_bench(rest)
+    code = 0 if (named and not others) else exit_code(bench_main(kept))
+    if named or not others:
         code = max(code, _bench_stacking(rest))
     return code
-
-
-def _values(args: list[str]) -> set[str]:
-    """The values of ``--threads``/``--out`` in ``args`` (not positionals)."""
-    return {args[i + 1] for i, a in enumerate(args[:-1]) if a in _VALUED}
 
 
 def exit_code(code: object) -> int:

@@ -120,3 +120,9 @@ def test_glossary_bench_runs_the_fifteen_then_the_study(monkeypatch: pytest.Monk
     calls.clear()
     assert cmd_bench(["pruning"]) == 0
     assert calls == [("runner", ["pruning"])]
+    calls.clear()
+    assert cmd_bench(["--out", "stacking"]) == 0  # a folder named stacking, not the study alone
+    assert calls == [
+        ("runner", ["--out", "stacking"]),
+        ("stacking", ["--bench", "--out", "stacking"]),
+    ]
