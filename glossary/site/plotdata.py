@@ -51,16 +51,18 @@ class Point:
     anomaly: bool = False
 
 
-def _finite(value: Any) -> float | None:
+def finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number (not a bool), else ``None``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
 
 
-def _span(value: Any, scale: float = 1.0) -> Span | None:
+def span_of(value: Any, scale: float = 1.0) -> Span | None:
+    """A ``[lo, hi]`` interval divided by ``scale``, or ``None`` unless both ends are finite."""
     if not value:
         return None
-    lo, hi = _finite(value[0]), _finite(value[1])
+    lo, hi = finite(value[0]), finite(value[1])
     return None if lo is None or hi is None else (lo / scale, hi / scale)
 
 
@@ -77,7 +79,7 @@ def quality_baseline(result: Result) -> float | None:
     if metric is None:
         return None
     for row in result["rows"]:
-        value = _finite(row["values"].get(metric))
+        value = finite(row["values"].get(metric))
         if row["role"] == "baseline" and value:
             return value
     return None
@@ -86,7 +88,7 @@ def quality_baseline(result: Result) -> float | None:
 def result_limit(result: Result) -> Limit | None:
     """The limit of the headline speedup, if the result states one."""
     head = result["headline"] or {}
-    value, kind = _finite(head.get("speedup_limit")), head.get("limit_kind")
+    value, kind = finite(head.get("speedup_limit")), head.get("limit_kind")
     if value is None or kind not in ("bound", "estimate"):
         return None
     return Limit(value, kind)
@@ -100,7 +102,7 @@ def is_anomaly(result: Result) -> bool:
 def above_estimate(result: Result) -> bool:
     """Whether the headline speedup is above a limit that is only an estimate (no anomaly)."""
     head, limit = result["headline"] or {}, result_limit(result)
-    speedup = _finite(head.get("speedup"))
+    speedup = finite(head.get("speedup"))
     return bool(limit and limit.kind == "estimate" and speedup and speedup > limit.value)
 
 
@@ -111,13 +113,13 @@ def row_points(result: Result, labels: dict[str, str]) -> list[Point]:
     points = []
     for row in result["rows"]:
         values, spans = row["values"], row.get("intervals", {})
-        speedup = _finite(values.get("speedup"))
-        raw = _finite(values.get(metric)) if metric else None
+        speedup = finite(values.get("speedup"))
+        raw = finite(values.get(metric)) if metric else None
         quality = raw / base if raw is not None and base else None
         is_head = row["id"] == head.get("row")
-        q_span = _span(spans.get(metric), base) if metric and base else None
+        q_span = span_of(spans.get(metric), base) if metric and base else None
         if is_head and q_span is None:
-            q_span = _span(head.get("quality_interval"))
+            q_span = span_of(head.get("quality_interval"))
         if speedup is None and quality is None:
             continue
         points.append(
@@ -126,7 +128,7 @@ def row_points(result: Result, labels: dict[str, str]) -> list[Point]:
                 label=labels[row["id"]],
                 role=row["role"],
                 speedup=speedup,
-                speedup_interval=_span(spans.get("speedup")) if speedup is not None else None,
+                speedup_interval=span_of(spans.get("speedup")) if speedup is not None else None,
                 quality=quality,
                 quality_interval=q_span if quality is not None else None,
                 headline=is_head,
@@ -144,10 +146,10 @@ def headline_point(result: Result, label: str) -> Point | None:
         key=result["slug"],
         label=label,
         role="technique",
-        speedup=_finite(head["speedup"]),
-        speedup_interval=_span(head["speedup_interval"]),
-        quality=_finite(head["quality_ratio"]),
-        quality_interval=_span(head["quality_interval"]),
+        speedup=finite(head["speedup"]),
+        speedup_interval=span_of(head["speedup_interval"]),
+        quality=finite(head["quality_ratio"]),
+        quality_interval=span_of(head["quality_interval"]),
         limit=result_limit(result),
         anomaly=is_anomaly(result),
     )

@@ -15,11 +15,11 @@ Nothing is invented here: a value that was not measured stays ``None``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from glossary.resulttext import ResultText
+from glossary.site.plotdata import finite, span_of
 from glossary.site.results import Result, aims_verdict
 
 Row = dict[str, Any]
@@ -32,13 +32,6 @@ NO_TERM_PAGE = frozenset({"torch-compile"})
 SLUG = "stacking"
 
 
-def finite(value: Any) -> float | None:
-    """``value`` as a float when it is a finite number (not a bool), else ``None``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def value(row: Row, key: str) -> float | None:
     """A row's measured ``key`` (``None`` when not measured)."""
     return finite(row["values"].get(key))
@@ -46,11 +39,7 @@ def value(row: Row, key: str) -> float | None:
 
 def span(row: Row, key: str) -> Span | None:
     """A row's 95% interval of ``key`` (``None`` when it has none)."""
-    found = row.get("intervals", {}).get(key)
-    if not found:
-        return None
-    lo, hi = finite(found[0]), finite(found[1])
-    return None if lo is None or hi is None else (lo, hi)
+    return span_of(row.get("intervals", {}).get(key))
 
 
 def members(row: Row) -> list[str]:
