@@ -686,12 +686,21 @@ def thread_count(value: str) -> int:
 def bench_parser() -> Parser:
     """The options of ``glossary bench``, checked here, in one line, before anything runs."""
     p = Parser(prog="glossary bench", description=_("run or check the benchmarks"))
-    p.add_argument("techniques", nargs="*", metavar="TECHNIQUE")
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--check", action="store_true")
-    p.add_argument("--out", type=output_path, metavar="DIR")
-    p.add_argument("--threads", type=thread_count, metavar="N")
-    p.add_argument("--traceback", action="store_true")
+    p.add_argument(
+        "techniques",
+        nargs="*",
+        metavar="TECHNIQUE",
+        help=_("technique slugs or stacking (default: every technique, then the study)"),
+    )
+    p.add_argument("--quick", action="store_true", help=_("the test configuration, in artifacts/"))
+    p.add_argument(
+        "--check", action="store_true", help=_("check the committed results; run nothing")
+    )
+    p.add_argument(
+        "--out", type=output_path, metavar="DIR", help=_("write results to DIR (non-standard)")
+    )
+    p.add_argument("--threads", type=thread_count, metavar="N", help=_("torch threads (default 2)"))
+    p.add_argument("--traceback", action="store_true", help=_("show the traceback of a failure"))
     return p
 
 
