@@ -1,5 +1,5 @@
 """``python -m glossary``: the same command line as ``glossary`` (see ``--help``)."""
 
-from glossary.cli import main
+from glossary.console import main
 
 raise SystemExit(main())

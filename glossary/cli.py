@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -101,6 +102,12 @@ def echo(text: str, limit: int = MAX_ECHO) -> str:
     text = clean_text(text)
     shown = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text[:limit])
     return "'" + shown + ("…" if len(text) > limit else "") + "'"
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other unprintable characters escaped (``\\n``), so that a
+    message quoting a path or a value always prints as one line."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in clean_text(text))
 
 
 class Parser(argparse.ArgumentParser):
@@ -486,7 +493,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     n = len(entry_files(Path(directory)))
     out(ngettext("%(n)d entry OK", "%(n)d entries OK", n) % {"n": n})
+    formula_warnings(Path(directory))
     return 0
+
+
+def formula_warnings(directory: Path) -> None:
+    """Warn (stderr, exit status unchanged) about every term or alias that a spreadsheet would
+    read as a formula; the CSV export defuses them (:func:`glossary.export.defuse`)."""
+    from .export import formula_names
+
+    for slug, field, text in formula_names(load_glossary(directory)):
+        message = _(
+            "warning: %(path)s: %(field)s: %(text)s starts with %(first)s, which a spreadsheet "
+            "reads as a formula; the CSV export writes it with a leading '"
+        )
+        where = {"path": one_line(str(directory / f"{slug}.yaml")), "field": field}
+        print(message % {**where, "text": echo(text), "first": echo(text[0])}, file=sys.stderr)
 
 
 def _write_error(exc: Any, target: Path) -> str:
@@ -518,7 +540,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError(
             _("cannot write %(path)s: %(error)s") % {"path": target, "error": exc.strerror or exc}
         ) from None
-    print(_("wrote %(path)s") % {"path": target}, file=sys.stderr)
+    print(_("wrote %(path)s") % {"path": one_line(str(target))}, file=sys.stderr)
     return 0
 
 
@@ -646,7 +668,62 @@ def _bench_stacking(rest: list[str]) -> int:
         return 1
 
 
+def thread_count(value: str) -> int:
+    """argparse type for ``--threads``: a whole number from 1 to the machine's CPU count."""
+    cpus = os.cpu_count() or 1
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= cpus:
+        raise argparse.ArgumentTypeError(
+            _("expected a whole number from 1 to %(cpus)d (this machine's CPUs), got %(value)s")
+            % {"cpus": cpus, "value": echo(value, 20)}
+        )
+    return n
+
+
+def bench_parser() -> Parser:
+    """The options of ``glossary bench``, checked here, in one line, before anything runs."""
+    p = Parser(prog="glossary bench", description=_("run or check the benchmarks"))
+    p.add_argument(
+        "techniques",
+        nargs="*",
+        metavar="TECHNIQUE",
+        help=_("technique slugs or stacking (default: every technique, then the study)"),
+    )
+    p.add_argument("--quick", action="store_true", help=_("the test configuration, in artifacts/"))
+    p.add_argument(
+        "--check", action="store_true", help=_("check the committed results; run nothing")
+    )
+    p.add_argument(
+        "--out", type=output_path, metavar="DIR", help=_("write results to DIR (non-standard)")
+    )
+    p.add_argument("--threads", type=thread_count, metavar="N", help=_("torch threads (default 2)"))
+    p.add_argument("--traceback", action="store_true", help=_("show the traceback of a failure"))
+    return p
+
+
+def check_bench(rest: list[str]) -> None:
+    """Refuse unknown flags, bad values and unknown techniques of ``glossary bench`` (exit 2)
+    before the harness is imported: a typo must never start the study."""
+    args = bench_parser().parse_args(rest)
+    try:
+        from reference.registry import BY_SLUG
+    except ImportError:
+        return  # cmd_bench says that the harness is missing
+    known = [*sorted(BY_SLUG), STACKING]
+    for name in args.techniques:
+        if name not in known:
+            raise CliError(
+                _("unknown technique %(name)s; known: %(known)s")
+                % {"name": echo(name, 40), "known": ", ".join(known)},
+                2,
+            )
+
+
 def cmd_bench(rest: list[str]) -> int:
+    check_bench(rest)
     try:
         from reference.harness.runner import main as bench_main
     except ImportError as exc:
@@ -722,7 +799,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return exit_code(exc.code)
     except CliError as exc:
-        print(f"glossary: {exc}", file=sys.stderr)
+        print(f"glossary: {one_line(str(exc))}", file=sys.stderr)
         return exc.code
     except GlossaryError as exc:
         for problem in exc.problems:

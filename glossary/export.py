@@ -5,7 +5,9 @@ Formats
 * ``json`` - the whole model, one object per entry (what :mod:`glossary.model` holds).
 * ``csv`` - one row per entry: ``slug, kind, category``, the term in each language (columns
   named by language code), then ``<lang>_aliases`` (joined with ``"; "``) and
-  ``<lang>_definition``.
+  ``<lang>_definition``. A cell that a spreadsheet would read as a formula (it starts with
+  ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) is written with a leading ``'``
+  (OWASP's rule against CSV injection); ``glossary validate`` warns about such terms.
 * ``tbx`` - TermBase eXchange v3, ISO 30042:2019, TBX-Basic dialect in the DCA style
   (``<tbx type="TBX-Basic" style="dca">``, namespace ``urn:iso:std:iso:30042:ed-2``). One
   ``conceptEntry`` per entry, one ``langSec`` per language, one ``termSec`` per term and alias.
@@ -136,12 +138,39 @@ def csv_header() -> list[str]:
     ]
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection)."""
+
+
+def formula_like(text: str) -> bool:
+    """Whether a spreadsheet opening the CSV export would read ``text`` as a formula."""
+    return text.startswith(FORMULA_STARTS)
+
+
+def defuse(cell: str) -> str:
+    """``cell`` as the CSV export writes it: a formula-like cell gets a leading single quote
+    (OWASP's rule), so that a spreadsheet shows it as text instead of running it."""
+    return "'" + cell if formula_like(cell) else cell
+
+
+def formula_names(g: Glossary) -> list[tuple[str, str, str]]:
+    """``(slug, field, text)`` of every term and alias that :func:`defuse` changes."""
+    found = []
+    for e in g:
+        for code in LANGS:
+            t = e.lang[code]
+            names = [("term", t.term), *((f"aliases[{i}]", a) for i, a in enumerate(t.aliases))]
+            found += [(e.slug, f"lang.{code}.{f}", text) for f, text in names if formula_like(text)]
+    return found
+
+
 def write_csv(g: Glossary, out: TextIO) -> None:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(csv_header())
     for e in g:
         writer.writerow(
-            [
+            defuse(cell)
+            for cell in [
                 e.slug,
                 e.kind,
                 e.category,

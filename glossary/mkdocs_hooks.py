@@ -69,8 +69,9 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         return config
     try:
         report = generate(docs_dir, use_directory_urls=config.use_directory_urls)
-    except SiteGenError as exc:
-        raise PluginError(f"glossary pages: {exc}") from None
+    except SiteGenError as exc:  # one line, even if a file name holds a line break
+        line = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(exc))
+        raise PluginError(f"glossary pages: {line}") from None
     except GlossaryError as exc:
         raise PluginError(f"glossary pages: invalid entries:\n{exc}") from None
     for problem in report.problems:

@@ -432,6 +432,37 @@ def test_bench_without_harness(
     assert err.startswith("glossary: the benchmark harness is not available (")
 
 
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["stacking", "--quik"], "glossary bench: error: unrecognized arguments: --quik"),
+        (
+            ["nope", "stacking"],
+            "glossary: unknown technique 'nope'; known: accelerate-method, async-pipeline,",
+        ),
+        (["pruning", "--threads", "0"], "glossary bench: error: argument --threads: expected"),
+        (["--threads", "100000"], "glossary bench: error: argument --threads: expected"),
+        (["--out", ""], "glossary bench: error: argument --out: the output path is empty"),
+        (["--threads"], "glossary bench: error: argument --threads: expected one argument"),
+    ],
+)
+def test_bench_refuses_bad_arguments_before_any_work(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    error: str,
+) -> None:
+    import reference.harness.runner as runner
+    import reference.stacking.cli as stacking_cli
+
+    started = []
+    monkeypatch.setattr(runner, "main", lambda argv: started.append(argv) or 0)
+    monkeypatch.setattr(stacking_cli, "run", lambda argv: started.append(argv) or 0)
+    code, out, err = run(capsys, "bench", *argv)
+    assert (code, out, started) == (2, "", [])
+    assert err.startswith(error) and err.count("\n") == 1
+
+
 def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys)
     assert code == 2 and err.startswith("glossary: error: ")

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from glossary_support import ROOT
@@ -50,3 +51,48 @@ def test_json_output_escapes_control_and_bidi_characters() -> None:
     assert "\u007f" not in text and "\u202e" not in text and "\u200b" not in text
     assert "\\u007f" in text and "\\u202e" in text and "ñ" in text
     assert json.loads(text) == {"a": "x\u007fy\u202ez\u200b", "b": "línea\tñ"}
+
+
+def _console_script() -> str:
+    """What the installed ``glossary`` script runs: the entry point of pyproject.toml, imported
+    and called the way pip's generated wrapper does."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    module, function = project["project"]["scripts"]["glossary"].split(":")
+    return f"import sys\nfrom {module} import {function}\nsys.exit({function}())\n"
+
+
+def test_sigint_while_the_command_line_imports_is_one_line_and_130(tmp_path: Path) -> None:
+    # ``textwrap``, imported by the command line and not by Python's start-up, stands in for any
+    # module being imported when Ctrl-C arrives: it delivers a real SIGINT while it loads (once:
+    # the one line is then translated with SIGINT ignored, which imports the command line again).
+    (tmp_path / "textwrap.py").write_text(
+        "import builtins, os, signal, time\n"
+        "if not hasattr(builtins, 'sigint_sent'):\n"
+        "    builtins.sigint_sent = True\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(30)\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    env["LANGUAGE"] = "en"
+    run = subprocess.run(
+        [sys.executable, "-c", _console_script(), "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert (run.returncode, run.stdout, run.stderr) == (130, "", "glossary: interrupted\n")
+
+
+def test_a_path_with_a_line_break_is_shown_escaped_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "no\nsuch" / "g.csv"
+    assert main(["--ui-lang", "en", "export", "--format", "csv", "-o", str(target)]) == 1
+    err = capsys.readouterr().err
+    folder = str(target.parent).replace("\n", "\\n")
+    assert err == (f"glossary: cannot write {folder}/g.csv: folder {folder} does not exist\n")

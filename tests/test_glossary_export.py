@@ -186,3 +186,66 @@ def test_skos_related_is_symmetric_and_one_way_links_are_see_also() -> None:
     see_also = {(a, r["@id"]) for a, c in concepts.items() for r in c.get("rdfs:seeAlso", [])}
     assert see_also == {(f"{BASE}{e.slug}", f"{BASE}{t}") for e in g for t in e.one_way}
     assert not see_also & pairs
+
+
+FORMULAS = {
+    "term: Poda de Red": "term: \"=cmd|' /C calc'!A0\"",
+    '["Pruning", "poda estructurada", "DP"]': '["+1", "poda estructurada", "@SUM(A1)", "-2"]',
+}
+
+
+def formula_entries(tmp_path: Path) -> Path:
+    """The valid fixtures with a term and aliases that a spreadsheet reads as formulas."""
+    from glossary_support import copy_valid, edit
+
+    d = copy_valid(tmp_path)
+    for old, new in FORMULAS.items():
+        edit(d, "pruning", old, new)
+    return d
+
+
+def spreadsheet_cells(data: bytes) -> dict[str, dict[str, str]]:
+    """The CSV as a spreadsheet reads it: rows of cells keyed by column, by slug."""
+    return {r["slug"]: r for r in csv.DictReader(io.StringIO(data.decode("utf-8")))}
+
+
+def test_csv_exports_defuse_formula_cells(tmp_path: Path) -> None:
+    from glossary import cli
+    from glossary.site import downloads
+
+    d = formula_entries(tmp_path)
+    target = tmp_path / "g.csv"
+    assert cli.main(["--entries", str(d), "export", "--format", "csv", "-o", str(target)]) == 0
+    site = downloads.files(load_glossary(d))["glossary.csv"]
+    for data in (target.read_bytes(), site):
+        rows = spreadsheet_cells(data)
+        assert rows["pruning"]["es"] == "'=cmd|' /C calc'!A0"
+        assert rows["pruning"]["es_aliases"] == "'+1; poda estructurada; @SUM(A1); -2"
+        assert rows["ddim"]["en"] == "DDIM Sampler"
+        cells = [c for r in rows.values() for c in r.values()]
+        assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+
+
+@pytest.mark.parametrize("first", ["=", "+", "-", "@", "\t", "\r"])
+def test_defuse_prefixes_every_formula_start(first: str) -> None:
+    assert export.defuse(first + "1+1") == "'" + first + "1+1"
+    assert export.defuse("a" + first) == "a" + first
+    assert export.defuse("") == ""
+
+
+def test_validate_warns_about_formula_terms_and_aliases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from glossary import cli
+
+    d = formula_entries(tmp_path)
+    assert cli.main(["--ui-lang", "en", "validate", str(d)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    tail = "which a spreadsheet reads as a formula; the CSV export writes it with a leading '"
+    path = d / "pruning.yaml"
+    assert err == [
+        f"warning: {path}: lang.es.term: '=cmd|' /C calc'!A0' starts with '=', {tail}",
+        f"warning: {path}: lang.es.aliases[0]: '+1' starts with '+', {tail}",
+        f"warning: {path}: lang.es.aliases[2]: '@SUM(A1)' starts with '@', {tail}",
+        f"warning: {path}: lang.es.aliases[3]: '-2' starts with '-', {tail}",
+    ]

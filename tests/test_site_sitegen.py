@@ -535,3 +535,83 @@ def test_committed_figures_get_their_caption_and_a_descriptive_alt(docs: Path) -
     assert f'alt="{text.message("site.alt-chart")}"' in figure
     caption = page.split('feature-caching.png"')[1].split("</figcaption>")[0]
     assert text.caption({"caption": "speed-and-quality"})[:30] in html.unescape(caption)
+
+
+def _fixture_text(slug: str) -> str:
+    return (RESULTS / f"{slug}.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("literal", "field"),
+    [
+        ("NaN", "rows[0].values.latency_ms"),
+        ("Infinity", "rows[0].values.latency_ms"),
+        ("-Infinity", "rows[0].values.latency_ms"),
+        ("1e308", "rows[0].values.latency_ms"),
+        ("1e999", "rows[0].values.latency_ms"),
+        ("1" * 40, "rows[0].values.latency_ms"),
+    ],
+)
+def test_a_result_value_that_is_not_finite_or_in_range_is_one_line(
+    tmp_path: Path, literal: str, field: str
+) -> None:
+    text = _fixture_text("feature-caching").replace(
+        '"latency_ms": 812.4', f'"latency_ms": {literal}'
+    )
+    assert literal in text
+    (tmp_path / "feature-caching.json").write_text(text, encoding="utf-8")
+    with pytest.raises(results.SiteGenError) as caught:
+        results.load_results(tmp_path, allow_nonstandard=True)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{tmp_path / 'feature-caching.json'}: {field}: ")
+
+
+@pytest.mark.parametrize("depth", [40, 100_000])
+def test_a_deeply_nested_result_is_one_line_naming_the_file(tmp_path: Path, depth: int) -> None:
+    data = json.loads(_fixture_text("pruning"))
+    path = tmp_path / "pruning.json"
+    nested = "[" * depth + "]" * depth
+    path.write_text(json.dumps(data)[:-1] + f', "extra": {nested}}}', encoding="utf-8")
+    with pytest.raises(results.SiteGenError) as caught:
+        results.load_results(tmp_path, allow_nonstandard=True)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{path}: ")
+    assert "nested" in message
+
+
+def test_a_body_copied_from_another_technique_is_one_line_naming_the_file(
+    tmp_path: Path, fixture_path: None
+) -> None:
+    # pruning's body under feature-caching's name: the schema holds, the pages cannot render it
+    folder = tmp_path / "results"
+    folder.mkdir()
+    data = json.loads(_fixture_text("pruning"))
+    own = json.loads(_fixture_text("feature-caching"))
+    data.update({k: own[k] for k in ("slug", "module", "provenance")})
+    (folder / "feature-caching.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(results.SiteGenError) as caught:
+        generate.generate(tmp_path / "docs", entries_dir=ENTRIES, results=folder)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{folder / 'feature-caching.json'}: cannot render this result (")
+
+
+def test_the_mkdocs_hook_reports_a_result_problem_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mkdocs.exceptions import PluginError
+
+    from glossary import mkdocs_hooks
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise results.SiteGenError(f"{tmp_path}/a\nb.json: rows[0].values.speedup: nan")
+
+    monkeypatch.setattr(mkdocs_hooks, "generate", broken)
+    monkeypatch.setattr(mkdocs_hooks, "_last_fingerprint", None)
+    config = type("Config", (), {"docs_dir": str(tmp_path), "use_directory_urls": True})()
+    with pytest.raises(PluginError) as caught:
+        mkdocs_hooks.on_config(config)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        f"glossary pages: {tmp_path}/a\\nb.json: rows[0].values.speedup: nan"
+    )

@@ -26,6 +26,7 @@ tests add fixtures), ``GLOSSARY_RESULTS_DIR`` at other results (:mod:`glossary.s
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from glossary.schema import CATEGORIES, LANGS
@@ -35,7 +36,7 @@ from glossary.site.context import Context
 from glossary.site.figures import chart_path
 from glossary.site.indexes import az_page, categories_index, category_page
 from glossary.site.plots import Chart
-from glossary.site.results import FIGURES_DIR, load_results, results_dir
+from glossary.site.results import FIGURES_DIR, Results, SiteGenError, load_results, results_dir
 from glossary.site.stacking import composite, stacking_page
 from glossary.site.terms import term_page
 from glossary.site.urls import sorted_entries
@@ -148,6 +149,56 @@ def _unknown_results(ctx: Context, report: Report) -> None:
             report.problems.append(f"{ctx.results.directory / slug}.json: no technique '{slug}'")
 
 
+RENDER_ERRORS = (
+    KeyError,
+    IndexError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    ArithmeticError,
+    RecursionError,
+)
+"""What a result that passed the schema but holds another shape than its pages expect (a body
+copied from another technique, a missing key) raises while its pages are drawn."""
+
+
+def _alone(ctx: Context, slug: str) -> Context:
+    """``ctx`` with only the result ``slug`` and no drawn charts."""
+    whole = ctx.results
+    only = Results(
+        whole.directory,
+        {k: v for k, v in whole.by_slug.items() if k == slug},
+        {k: v for k, v in whole.composites.items() if k == slug},
+    )
+    return replace(ctx, results=only, charts={})
+
+
+def _result_pages(ctx: Context) -> None:
+    """Render every page that shows a result of ``ctx`` (its term page, compare, stacking)."""
+    for lang in LANGS:
+        for slug in ctx.results.by_slug:
+            entry = ctx.glossary.get(slug)
+            if entry is not None:
+                term_page(entry, lang, ctx)
+        compare_page(lang, ctx)
+        stacking_page(lang, ctx)
+
+
+def _blame(ctx: Context, docs_dir: Path, exc: BaseException) -> str:
+    """One line naming the result file whose pages fail to render, alone, and why."""
+    why = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+    for slug in sorted(ctx.results.all()):
+        alone = _alone(ctx, slug)
+        try:
+            _result_pages(alone)  # the pages first: they are quick to render, charts are not
+            draw_charts(alone, docs_dir)
+        except RENDER_ERRORS as own:
+            why = f"{type(own).__name__}: {(str(own).splitlines() or [''])[0]}"
+            path = ctx.results.directory / f"{slug}.json"
+            return f"{path}: cannot render this result ({why})"
+    return f"{ctx.results.directory}: cannot render the results together ({why})"
+
+
 def generate(
     docs_dir: Path,
     *,
@@ -165,10 +216,14 @@ def generate(
     ctx = _context(entries_dir, results, use_directory_urls)
     report = Report()
     _unknown_results(ctx, report)
-    draw_charts(ctx, docs_dir)
+    try:
+        draw_charts(ctx, docs_dir)
+        rendered = pages(ctx)
+    except RENDER_ERRORS as exc:
+        raise SiteGenError(_blame(ctx, docs_dir, exc)) from None
     write_charts(ctx, docs_dir, report)
     sizes, offered = downloads.write(ctx.glossary, docs_dir, report.write)
-    wanted = {docs_dir / rel: text for rel, text in pages(ctx).items()}
+    wanted = {docs_dir / rel: text for rel, text in rendered.items()}
     for lang in LANGS:
         wanted[docs_dir / lang / "downloads.md"] = downloads.page(lang, sizes)
     for path, text in wanted.items():

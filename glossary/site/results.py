@@ -16,6 +16,7 @@ its own (:mod:`glossary.site.stacking`) instead of a technique chart.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,9 +58,55 @@ def results_dir() -> Path:
     return Path(override).resolve() if override else DEFAULT_RESULTS_DIR
 
 
+MAX_DEPTH = 32
+"""How deeply a result may nest lists and objects (real results nest 5 levels)."""
+MAX_MAGNITUDE = 1e15
+"""The largest absolute value a result may hold: far above any measured figure (timings in ms,
+ratios, distances, counts), far below where formatting overflows or loses its digits."""
+MAX_REPORTED = 3
+"""How many value problems of one file are named (the first ones, in document order)."""
+
+
+def _field(parent: str, key: str | int) -> str:
+    return f"{parent}[{key}]" if isinstance(key, int) else (f"{parent}.{key}" if parent else key)
+
+
+def _value_problem(value: Any) -> str | None:
+    """Why a JSON scalar cannot be published, or ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} is not a finite number"
+    if abs(value) > MAX_MAGNITUDE:
+        return f"{float(value):.3g} is out of range (at most {MAX_MAGNITUDE:.0e} in size)"
+    return None
+
+
+def value_problems(data: Any) -> list[str]:
+    """``field: problem`` for the first numbers that are not finite or out of range and for
+    nesting deeper than :data:`MAX_DEPTH`; walks iteratively, so any depth is safe."""
+    problems: list[str] = []
+    stack: list[tuple[str, Any, int]] = [("", data, 0)]
+    while stack and len(problems) < MAX_REPORTED:
+        name, value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth >= MAX_DEPTH:
+                problems.append(f"{name or 'result'}: nested deeper than {MAX_DEPTH} levels")
+                continue
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            children = [(_field(name, k), v, depth + 1) for k, v in items]
+            stack.extend(reversed(children))
+        elif (problem := _value_problem(value)) is not None:
+            problems.append(f"{name or 'result'}: {problem}")
+    return problems
+
+
 def _problems(data: Any, path: Path, allow_nonstandard: bool) -> list[str]:
     from reference.harness.schema import validate_result
 
+    problems = value_problems(data)
+    if problems:
+        return problems
     problems = validate_result(data)
     if problems:
         return problems
@@ -68,6 +115,18 @@ def _problems(data: Any, path: Path, allow_nonstandard: bool) -> list[str]:
     if not allow_nonstandard and (not data["standard"] or data["quick"]):
         problems.append("not a standard run (quick or options changed); rerun glossary bench")
     return problems
+
+
+def read_result(path: Path) -> Any:
+    """The JSON of ``path``; :class:`SiteGenError` naming the file if it cannot be read (also
+    for nesting too deep for the parser and integers too long to convert)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise SiteGenError(f"{path}: cannot read result: nested too deeply") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise SiteGenError(f"{path}: cannot read result: {reason}") from None
 
 
 def load_results(directory: Path, allow_nonstandard: bool | None = None) -> Results:
@@ -81,10 +140,7 @@ def load_results(directory: Path, allow_nonstandard: bool | None = None) -> Resu
     if not directory.is_dir():
         return results
     for path in sorted(directory.glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SiteGenError(f"{path}: cannot read result: {exc}") from None
+        data = read_result(path)
         problems = _problems(data, path, allow_nonstandard)
         if problems:
             raise SiteGenError(f"{path}: " + "; ".join(problems))
