@@ -531,9 +531,9 @@ def cmd_terms(args: argparse.Namespace) -> int:
             used += len(uses)
             flagged += sum(u.status == "flagged" for u in uses)
     summary = ngettext("%(n)d concept", "%(n)d concepts", len(concepts)) % {"n": len(concepts)}
-    summary += "; " + ngettext(
-        "%(n)d use of a variant", "%(n)d uses of variants", used
-    ) % {"n": used}
+    summary += "; " + ngettext("%(n)d use of a variant", "%(n)d uses of variants", used) % {
+        "n": used
+    }
     summary += ", " + ngettext("%(n)d to fix", "%(n)d to fix", flagged) % {"n": flagged}
     out(summary)
     return 1 if flagged else 0

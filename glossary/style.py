@@ -74,7 +74,7 @@ class Rule:
     allow: frozenset[tuple[str, str]]
     """(slug, field) pairs where a variant is correct, e.g. ("fid", "explanation")."""
     concept: str | None = None
-    """The slug of the entry whose term in this language is ``preferred``, if the concept has one."""
+    """The slug of the entry whose term in this language is ``preferred``, if there is one."""
 
 
 @dataclass(frozen=True)
@@ -368,7 +368,9 @@ def entry_uses(parsed: list[Any], sheets: tuple[Sheet, ...]) -> list[Use]:
             if not isinstance(block, dict):
                 continue
             for field in CHECKED_FIELDS:
-                for label, text, pieces in _pieces(p, raw_lines, sheet.lang, field, block.get(field)):
+                for label, text, pieces in _pieces(
+                    p, raw_lines, sheet.lang, field, block.get(field)
+                ):
                     for line, rule, variant in check_text(sheet, slug, "", pieces):
                         out.append(
                             Use(
@@ -401,13 +403,16 @@ def problem(use: Use) -> Any:
 
 def concept_problems(parsed: list[Any], sheets: tuple[Sheet, ...]) -> list[Any]:
     """A rule's ``concept`` must be an entry whose term in the sheet's language starts the
-    rule's ``preferred``: the entry's term is the preferred term of its concept."""
+    rule's ``preferred``: the entry's term is the preferred term of its concept. Checked when the
+    parsed entries are the project's own (``glossary/entries``), which the sheets speak of."""
     from .loader import Problem, _display
 
+    own = ENTRIES_DIR.resolve()
+    mine = [p for p in parsed if p.path.resolve().parent == own]
+    if not mine:
+        return []  # another folder of entries (a fixture set): the sheets speak of the project's
     terms = {
-        p.data.get("slug"): p.data.get("lang")
-        for p in parsed
-        if isinstance(p.data.get("lang"), dict)
+        p.data.get("slug"): p.data.get("lang") for p in mine if isinstance(p.data.get("lang"), dict)
     }
     out = []
     for sheet in sheets:
@@ -416,8 +421,6 @@ def concept_problems(parsed: list[Any], sheets: tuple[Sheet, ...]) -> list[Any]:
                 continue
             block = terms.get(rule.concept)
             term = block.get(sheet.lang, {}).get("term") if isinstance(block, dict) else None
-            if block is None and (ENTRIES_DIR / f"{rule.concept}.yaml").is_file():
-                continue  # a folder of other entries (a fixture set): nothing to compare with
             if not isinstance(term, str):
                 message = _("rule %(rule)s: concept '%(slug)s' is not an entry") % {
                     "rule": rule.id,
@@ -425,8 +428,7 @@ def concept_problems(parsed: list[Any], sheets: tuple[Sheet, ...]) -> list[Any]:
                 }
             elif not rule.preferred.casefold().startswith(term.casefold()):
                 message = _(
-                    "rule %(rule)s: the preferred term must be the term of '%(slug)s', "
-                    "'%(term)s'"
+                    "rule %(rule)s: the preferred term must be the term of '%(slug)s', '%(term)s'"
                 ) % {"rule": rule.id, "slug": rule.concept, "term": term}
             else:
                 continue

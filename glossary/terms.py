@@ -79,7 +79,9 @@ def catalog_uses(sheet: style.Sheet, files: Iterable[tuple[str, Path]]) -> list[
                 status = "allowed" if (domain, "msgstr") in rule.allow else "flagged"
                 where = f'msgstr "{_shown_id(msgid)}"'
                 out.append(
-                    style.Use(_display(path), line, where, domain, sheet.lang, rule, variant, status)
+                    style.Use(
+                        _display(path), line, where, domain, sheet.lang, rule, variant, status
+                    )
                 )
     return out
 

@@ -240,7 +240,7 @@ def test_list_filters_and_plural_messages(capsys: pytest.CaptureFixture[str]) ->
     )
     assert code == 0
     assert out.splitlines() == [
-        "Кэширование признаков  (feature-caching, техника)",
+        "Кэширование характеристик  (feature-caching, техника)",
         "Обрезка сети  (pruning, техника)",
     ]
     assert err == "2 записи\n"
