@@ -139,6 +139,18 @@ def report(lang: str, directory: Path | None = None) -> tuple[list[Concept], lis
     if sheet is None:
         return [], list(problems)
     folder = Path(directory) if directory is not None else ENTRIES_DIR
+    if not folder.is_dir() or not entry_files(folder):
+        from .loader import Problem
+
+        return [], [
+            Problem(
+                str(folder),
+                1,
+                "directory",
+                "not a directory" if not folder.is_dir() else "holds no entry files (*.yaml)",
+                "pass the folder that holds the entry files",
+            )
+        ]
     parsed, found = [], []
     for path in entry_files(folder):
         p, trouble = _parse_file(path)

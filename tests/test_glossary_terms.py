@@ -128,3 +128,15 @@ def test_glossary_terms_prints_one_block_per_concept_and_fails_on_a_flagged_vari
     (line,) = [line for line in lines if line.startswith("    benchmark  ")]
     assert line.split(": ", 1)[1].startswith("pruning.explanation ×2")
     assert lines[-1].endswith("2 to fix")
+
+
+def test_glossary_terms_on_a_folder_that_is_not_one_is_one_line_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["--entries", str(tmp_path / "missing"), "terms", "--lang", "ru"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert (
+        captured.err
+        == f"{tmp_path / 'missing'}:1: directory: not a directory (hint: pass the folder that holds the entry files)\n"
+    )
