@@ -136,7 +136,5 @@ def test_glossary_terms_on_a_folder_that_is_not_one_is_one_line_and_exit_1(
     assert cli.main(["--entries", str(tmp_path / "missing"), "terms", "--lang", "ru"]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert (
-        captured.err
-        == f"{tmp_path / 'missing'}:1: directory: not a directory (hint: pass the folder that holds the entry files)\n"
-    )
+    hint = "(hint: pass the folder that holds the entry files)"
+    assert captured.err == f"{tmp_path / 'missing'}:1: directory: not a directory {hint}\n"
