@@ -6,6 +6,7 @@ Subcommands::
     glossary show SLUG_OR_TERM [--lang L]
     glossary list [--lang L] [--kind K] [--category C]
     glossary validate [DIR]
+    glossary terms [--lang L]
     glossary export --format json|csv|tbx|tbx2|skos [-o FILE]
     glossary run TECHNIQUE [ARGS...]
     glossary bench [TECHNIQUE ...] [--quick] [--check]
@@ -214,6 +215,11 @@ def build_parser() -> Parser:
 
     s = sub.add_parser("validate", help=_("check every entry file; list every problem"))
     s.add_argument("directory", nargs="?", type=Path, metavar="DIR")
+
+    s = sub.add_parser(
+        "terms", help=_("per concept: the preferred term and every variant still in use")
+    )
+    s.add_argument("--lang", type=lang_code, metavar=langs, help=_("language to report"))
 
     s = sub.add_parser("export", help=_("export the glossary"))
     s.add_argument(
@@ -511,6 +517,50 @@ def formula_warnings(directory: Path) -> None:
         print(message % {**where, "text": echo(text), "first": echo(text[0])}, file=sys.stderr)
 
 
+def status_label(status: str) -> str:
+    """What a use of a variant is, in the UI language."""
+    return {
+        "flagged": _("to fix"),
+        "seed": _("seed text, kept verbatim"),
+        "allowed": _("allowed"),
+    }[status]
+
+
+def cmd_terms(args: argparse.Namespace) -> int:
+    from .terms import places, report
+
+    lang = args.lang or _ui_lang
+    concepts, problems = report(lang, args.entries)
+    if problems:
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        return 1
+    used = flagged = 0
+    for concept in concepts:
+        where = _("style rule %(rule)s") % {"rule": concept.rule.id}
+        if concept.rule.concept:
+            where += ", " + _("entry %(slug)s") % {"slug": concept.rule.concept}
+        out(f"{concept.preferred}  ({where})")
+        variants = concept.variants()
+        if not variants:
+            out("    " + _("no variant in use"))
+        for variant, uses in variants:
+            spots = ", ".join(
+                f"{slug} ×{n}" + ("" if status == "flagged" else f" [{status_label(status)}]")
+                for slug, status, n in places(uses)
+            )
+            out(f"    {variant}  {len(uses)}: {spots}")
+            used += len(uses)
+            flagged += sum(u.status == "flagged" for u in uses)
+    summary = ngettext("%(n)d concept", "%(n)d concepts", len(concepts)) % {"n": len(concepts)}
+    summary += "; " + ngettext("%(n)d use of a variant", "%(n)d uses of variants", used) % {
+        "n": used
+    }
+    summary += ", " + ngettext("%(n)d to fix", "%(n)d to fix", flagged) % {"n": flagged}
+    out(summary)
+    return 1 if flagged else 0
+
+
 def _write_error(exc: Any, target: Path) -> str:
     """The one line that says, in the UI language, why ``target`` cannot be written."""
     where = {"path": target, "folder": target.parent}
@@ -751,6 +801,7 @@ COMMANDS = {
     "show": cmd_show,
     "list": cmd_list,
     "validate": cmd_validate,
+    "terms": cmd_terms,
     "export": cmd_export,
     "run": cmd_run,
 }

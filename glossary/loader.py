@@ -782,7 +782,9 @@ def entry_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
 
 
-def _load(directory: Path | None, style: bool = False) -> tuple[Glossary | None, list[Problem]]:
+def _load(
+    directory: Path | None, style: bool = False, catalogs: bool = False
+) -> tuple[Glossary | None, list[Problem]]:
     directory = Path(directory) if directory is not None else ENTRIES_DIR
     if not directory.is_dir():
         return None, [
@@ -831,6 +833,10 @@ def _load(directory: Path | None, style: bool = False) -> tuple[Glossary | None,
         from . import style as house_style
 
         problems += house_style.check(parsed)
+    if catalogs:  # the words of the results and the labels, against the same sheets
+        from . import terms
+
+        problems += terms.catalog_problems()
     if problems:
         return None, problems
     return Glossary({p.data["slug"]: _build(p) for p in parsed}), []
@@ -844,13 +850,17 @@ def _registry_or_problems() -> tuple[dict[str, str], list[Problem]]:
         return _project_registry(), exc.problems
 
 
-def validate(directory: Path | None = None) -> list[Problem]:
+def validate(directory: Path | None = None, catalogs: bool | None = None) -> list[Problem]:
     """Every problem of the entries in ``directory`` (default: the package's entries).
 
     This includes the house style of each language (:mod:`glossary.style`), which loading for a
-    lookup skips.
+    lookup skips, and, with ``catalogs`` (by default when ``directory`` is the package's own
+    entries), the style of the message catalogs (:mod:`glossary.terms`).
     """
-    return _load(directory, style=True)[1]
+    if catalogs is None:
+        own = ENTRIES_DIR.resolve()
+        catalogs = directory is None or Path(directory).resolve() == own
+    return _load(directory, style=True, catalogs=catalogs)[1]
 
 
 def _fingerprint(directory: Path, files: list[Path], registry: Mapping[str, str]) -> list[Any]:

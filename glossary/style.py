@@ -1,26 +1,34 @@
 """The house style of each language: style sheets and the check that enforces them.
 
-A style sheet ``glossary/style/<lang>.yaml`` lists rules; each rule names the ``preferred`` term,
-the variants to ``avoid`` (case-insensitive regular expressions, written to cover the word's
-inflections), the ``reason`` (in the sheet's language) and, optionally, ``allow``: the entries and
-fields where a variant is correct (Russian "переобучение" where it really means overfitting).
+A style sheet ``glossary/style/<lang>.yaml`` lists rules, one per concept; each rule names the
+``preferred`` term, the deprecated variants to ``avoid`` (case-insensitive regular expressions,
+written to cover the word's inflections), the ``reason`` (in the sheet's language) and, optionally,
+``concept`` (the slug of the entry whose ``term`` is the preferred term, which validation holds to
+it) and ``allow``: the entries and fields where a variant is correct (Russian "переобучение" where
+it really means overfitting) or kept on purpose (an alias, so that the lookup finds the variant
+people type).
 
-:func:`check` reads the prose of every parsed entry (``definition``, ``explanation`` and ``note``
-of the sheet's language) and returns one :class:`glossary.loader.Problem` per use of a variant:
-``path:line: lang.ru.explanation: 'переобучать' is a variant to avoid; write 'повторное обучение'
-(rule retraining) (hint: <reason>)``. Terms and aliases are not checked: aliases exist to list the
-variants people type. Text quoted verbatim is not checked either: inline code in backticks,
-anything inside quotation marks ("…", “…”, «…») and URLs. A sheet may also list ``seed_verbatim``
-entries whose definition is the user's seed text, which must stay byte-identical and is skipped.
+:func:`uses` finds every use of a variant in the parsed entries (``term``, each alias,
+``definition``, ``explanation`` and ``note`` of the sheet's language) and :func:`check` turns the
+uses that are not exempt into one :class:`glossary.loader.Problem` each: ``path:line:
+lang.ru.explanation: 'переобучать' is a variant to avoid; write 'повторное обучение' (rule
+retraining) (hint: <reason>)``. Text quoted verbatim is not checked: inline code in backticks,
+anything inside quotation marks ("…", “…”, «…») and URLs. The user's seed terms and definitions
+stay byte-identical: the sheet's ``seed_verbatim`` lists each one (slug, field and the SHA-256 of
+the text), and exactly those strings are exempt; an edited seed string is checked like any other.
+The gettext catalogs are checked by :mod:`glossary.terms`, with the same sheets.
 
-Only ``glossary validate`` uses this module (through :func:`glossary.loader.validate`); looking a
-term up never loads the style sheets. Messages are gettext strings (``glossary/locale``).
+Only ``glossary validate`` and ``glossary terms`` use this module (through
+:func:`glossary.loader.validate`); looking a term up never loads the style sheets. Messages are
+gettext strings (``glossary/locale``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -29,9 +37,14 @@ from typing import Any
 from . import i18n, schema
 
 STYLE_DIR = Path(__file__).resolve().parent / "style"
-CHECKED_FIELDS: tuple[str, ...] = ("definition", "explanation", "note")
-"""The prose fields of each language block that the style sheets apply to."""
-RULE_KEYS: tuple[str, ...] = ("id", "preferred", "avoid", "reason", "allow")
+ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
+CHECKED_FIELDS: tuple[str, ...] = ("term", "aliases", "definition", "explanation", "note")
+"""The fields of each language block that the style sheets apply to."""
+ALLOW_FIELDS: tuple[str, ...] = (*CHECKED_FIELDS, "msgstr")
+"""Where an ``allow`` item may point: an entry's field, or ``msgstr`` of a catalog domain."""
+SEED_FIELDS: tuple[str, ...] = ("term", "definition")
+"""The fields that can hold the user's seed text."""
+RULE_KEYS: tuple[str, ...] = ("id", "preferred", "concept", "avoid", "reason", "allow")
 SHEET_KEYS: tuple[str, ...] = ("lang", "description", "seed_verbatim", "rules")
 QUOTED = re.compile(r"`[^`]*`|\"[^\"]{0,400}\"|“[^”]{0,400}”|«[^»]{0,400}»|https?://\S+")
 """Spans that quote something verbatim (code, titles, someone else's words): not checked."""
@@ -60,6 +73,8 @@ class Rule:
     reason: str
     allow: frozenset[tuple[str, str]]
     """(slug, field) pairs where a variant is correct, e.g. ("fid", "explanation")."""
+    concept: str | None = None
+    """The slug of the entry whose term in this language is ``preferred``, if there is one."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +84,22 @@ class Sheet:
     lang: str
     path: Path
     rules: tuple[Rule, ...]
-    seed_verbatim: frozenset[str]
-    """Slugs whose ``definition`` in this language is the user's seed text, kept verbatim."""
+    seed: frozenset[tuple[str, str, str]]
+    """(slug, field, SHA-256 of the text) of each seed string of this language, kept verbatim."""
+
+    @property
+    def seed_verbatim(self) -> frozenset[str]:
+        """The slugs that hold seed text in this language."""
+        return frozenset(slug for slug, _field, _digest in self.seed)
+
+    def is_seed(self, slug: str, field: str, text: str) -> bool:
+        """Whether ``text`` is, byte for byte, the seed string of ``slug``'s ``field``."""
+        return (slug, field, digest(text)) in self.seed
+
+
+def digest(text: str) -> str:
+    """The SHA-256 of ``text`` in UTF-8, as the sheets' ``seed_verbatim`` records it."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def sheet_path(lang: str, directory: Path | None = None) -> Path:
@@ -108,12 +137,14 @@ def load_sheet(lang: str, directory: Path | None = None) -> tuple[Sheet | None, 
             preferred=r["preferred"],
             avoid=tuple(re.compile(p, re.IGNORECASE) for p in r["avoid"]),
             reason=r["reason"].strip(),
-            allow=frozenset((a["slug"], a["field"]) for a in r.get("allow", [])),
+            allow=frozenset((a["slug"], a["field"]) for a in r.get("allow") or []),
+            concept=r.get("concept"),
         )
         for r in data["rules"]
     )
     seed = data.get("seed_verbatim") or {}
-    return Sheet(lang, path, rules, frozenset(seed.get("slugs", []))), []
+    strings = frozenset((s["slug"], s["field"], s["sha256"]) for s in seed.get("strings", []))
+    return Sheet(lang, path, rules, strings), []
 
 
 def sheet_problems(data: Any, lang: str, path: Path) -> list[Any]:
@@ -137,11 +168,8 @@ def sheet_problems(data: Any, lang: str, path: Path) -> list[Any]:
             bad(_("unknown key '%(key)s'") % {"key": key})
     if data.get("lang") != lang:
         bad(_("lang must be '%(lang)s'") % {"lang": lang})
-    seed = data.get("seed_verbatim")
-    if seed is not None and not (
-        isinstance(seed, dict) and isinstance(seed.get("slugs"), list) and _text(seed.get("reason"))
-    ):
-        bad(_("seed_verbatim needs a reason and a list of slugs"))
+    if not _seed_ok(data.get("seed_verbatim")):
+        bad(_("seed_verbatim needs a reason and a list of strings (slug, field, sha256)"))
     rules = data.get("rules")
     if not isinstance(rules, list) or not rules:
         bad(_("rules must be a non-empty list"))
@@ -158,6 +186,8 @@ def sheet_problems(data: Any, lang: str, path: Path) -> list[Any]:
         for key in ("id", "preferred", "reason"):
             if not _text(rule.get(key)):
                 bad(_("rule %(n)d: missing %(key)s") % (where | {"key": key}))
+        if "concept" in rule and not _text(rule.get("concept")):
+            bad(_("rule %(n)d: concept must be the slug of an entry") % where)
         if rule.get("id") in seen:
             bad(_("rule %(n)d: id '%(id)s' is used twice") % (where | {"id": rule.get("id")}))
         seen.add(rule.get("id"))
@@ -169,7 +199,7 @@ def sheet_problems(data: Any, lang: str, path: Path) -> list[Any]:
             if not (
                 isinstance(item, dict)
                 and _text(item.get("slug"))
-                and item.get("field") in CHECKED_FIELDS
+                and item.get("field") in ALLOW_FIELDS
                 and _text(item.get("reason"))
             ):
                 bad(_("rule %(n)d: each allow item needs slug, field and reason") % where)
@@ -196,6 +226,21 @@ def _check_avoid(rule: dict[str, Any], where: dict[str, Any], bad: Any) -> None:
                 _("rule %(n)d: pattern %(pattern)s matches the preferred term")
                 % (where | {"pattern": pattern})
             )
+
+
+def _seed_ok(seed: Any) -> bool:
+    if seed is None:
+        return True
+    if not (isinstance(seed, dict) and _text(seed.get("reason"))):
+        return False
+    strings = seed.get("strings")
+    return isinstance(strings, list) and all(
+        isinstance(s, dict)
+        and _text(s.get("slug"))
+        and s.get("field") in SEED_FIELDS
+        and re.fullmatch(r"[0-9a-f]{64}", str(s.get("sha256", "")))
+        for s in strings
+    )
 
 
 def _text(value: Any) -> bool:
@@ -269,12 +314,46 @@ def check_text(
     return [(line, rule, variant) for _s, line, rule, variant in sorted(found, key=lambda x: x[0])]
 
 
-def check(parsed: list[Any], directory: Path | None = None) -> list[Any]:
-    """Style problems of the parsed entries (``glossary.loader._Parsed``), one per variant used."""
-    from .loader import Problem, field_name
+@dataclass(frozen=True)
+class Use:
+    """One use of a deprecated variant: where, which rule, the text found and whether it is exempt.
 
-    sheets, problems = _sheets(str(directory) if directory else None)
-    out: list[Any] = list(problems)
+    ``status`` is ``"flagged"`` (a problem), ``"seed"`` (the user's seed text, kept verbatim) or
+    ``"allowed"`` (listed under the rule's ``allow``).
+    """
+
+    path: str
+    line: int
+    field: str
+    slug: str
+    lang: str
+    rule: Rule
+    variant: str
+    status: str
+
+
+def _status(sheet: Sheet, rule: Rule, slug: str, field: str, text: str) -> str:
+    base = field.split("[", 1)[0]
+    if base in SEED_FIELDS and sheet.is_seed(slug, base, text):
+        return "seed"
+    return "allowed" if (slug, base) in rule.allow else "flagged"
+
+
+def _pieces(p: Any, raw_lines: list[str], lang: str, field: str, value: Any) -> Iterator[Any]:
+    """(field label, text, [(line, text)]) of one field; one item per alias."""
+    key = ("lang", lang, field)
+    if field == "aliases":
+        for i, alias in enumerate(value if isinstance(value, list) else []):
+            if isinstance(alias, str):
+                line = p.lines.get((*key, i), p.lines.get(key, 0))
+                yield f"{field}[{i}]", alias, [(line, alias)]
+    elif isinstance(value, str):
+        yield field, value, _field_text(raw_lines, p.lines.get(key, 0), value)
+
+
+def entry_uses(parsed: list[Any], sheets: tuple[Sheet, ...]) -> list[Use]:
+    """Every use of a variant in the parsed entries, exempt or not, in file order."""
+    out: list[Use] = []
     for p in parsed:
         langs = p.data.get("lang")
         if not isinstance(langs, dict):
@@ -289,25 +368,85 @@ def check(parsed: list[Any], directory: Path | None = None) -> list[Any]:
             if not isinstance(block, dict):
                 continue
             for field in CHECKED_FIELDS:
-                value = block.get(field)
-                if not isinstance(value, str):
-                    continue
-                if field == "definition" and slug in sheet.seed_verbatim:
-                    continue
-                key = ("lang", sheet.lang, field)
-                pieces = _field_text(raw_lines, p.lines.get(key, 0), value)
-                for line, rule, variant in check_text(sheet, slug, field, pieces):
-                    out.append(
-                        Problem(
-                            p.display,
-                            line or p.lines.get(key, 1),
-                            field_name(key),
-                            _(
-                                "'%(variant)s' is a variant to avoid; write '%(preferred)s' "
-                                "(style rule %(rule)s)"
+                for label, text, pieces in _pieces(
+                    p, raw_lines, sheet.lang, field, block.get(field)
+                ):
+                    for line, rule, variant in check_text(sheet, slug, "", pieces):
+                        out.append(
+                            Use(
+                                p.display,
+                                line or p.lines.get(("lang", sheet.lang, field), 1),
+                                f"lang.{sheet.lang}.{label}",
+                                slug,
+                                sheet.lang,
+                                rule,
+                                variant,
+                                _status(sheet, rule, slug, label, text),
                             )
-                            % {"variant": variant, "preferred": rule.preferred, "rule": rule.id},
-                            rule.reason,
                         )
-                    )
+    return out
+
+
+def problem(use: Use) -> Any:
+    """The validation problem of a flagged use."""
+    from .loader import Problem
+
+    return Problem(
+        use.path,
+        use.line,
+        use.field,
+        _("'%(variant)s' is a variant to avoid; write '%(preferred)s' (style rule %(rule)s)")
+        % {"variant": use.variant, "preferred": use.rule.preferred, "rule": use.rule.id},
+        use.rule.reason,
+    )
+
+
+def concept_problems(parsed: list[Any], sheets: tuple[Sheet, ...]) -> list[Any]:
+    """A rule's ``concept`` must be an entry whose term in the sheet's language starts the
+    rule's ``preferred``: the entry's term is the preferred term of its concept. Checked when the
+    parsed entries are the project's own (``glossary/entries``), which the sheets speak of."""
+    from .loader import Problem, _display
+
+    own = ENTRIES_DIR.resolve()
+    mine = [p for p in parsed if p.path.resolve().parent == own]
+    if not mine:
+        return []  # another folder of entries (a fixture set): the sheets speak of the project's
+    terms = {
+        p.data.get("slug"): p.data.get("lang") for p in mine if isinstance(p.data.get("lang"), dict)
+    }
+    out = []
+    for sheet in sheets:
+        for rule in sheet.rules:
+            if rule.concept is None:
+                continue
+            block = terms.get(rule.concept)
+            term = block.get(sheet.lang, {}).get("term") if isinstance(block, dict) else None
+            if not isinstance(term, str):
+                message = _("rule %(rule)s: concept '%(slug)s' is not an entry") % {
+                    "rule": rule.id,
+                    "slug": rule.concept,
+                }
+            elif not rule.preferred.casefold().startswith(term.casefold()):
+                message = _(
+                    "rule %(rule)s: the preferred term must be the term of '%(slug)s', '%(term)s'"
+                ) % {"rule": rule.id, "slug": rule.concept, "term": term}
+            else:
+                continue
+            out.append(Problem(_display(sheet.path), 1, "style", message))
+    return out
+
+
+def sheets(directory: Path | None = None) -> tuple[tuple[Sheet, ...], tuple[Any, ...]]:
+    """The style sheets of every language and the problems of the sheets."""
+    return _sheets(str(directory) if directory else None)
+
+
+def check(parsed: list[Any], directory: Path | None = None) -> list[Any]:
+    """Style problems of the parsed entries (``glossary.loader._Parsed``), one per variant used
+    that is neither the user's seed text nor allowed, plus the problems of the sheets."""
+    loaded, problems = sheets(directory)
+    out: list[Any] = list(problems)
+    if len(loaded) == len(schema.LANGS) and parsed:
+        out += concept_problems(parsed, loaded)
+    out += [problem(u) for u in entry_uses(parsed, loaded) if u.status == "flagged"]
     return out

@@ -240,10 +240,10 @@ def test_list_filters_and_plural_messages(capsys: pytest.CaptureFixture[str]) ->
     )
     assert code == 0
     assert out.splitlines() == [
-        "Кэширование признаков  (feature-caching, техника)",
+        "Кэширование характеристик  (feature-caching, техника)",
         "Обрезка сети  (pruning, техника)",
     ]
-    assert err == "2 статьи\n"
+    assert err == "2 записи\n"
     code, out, err = run(capsys, *E, "list", "--category", "training", "--lang", "en")
     assert [line.split("  (")[0] for line in out.splitlines()] == [
         "Epoch",

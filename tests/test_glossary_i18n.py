@@ -55,7 +55,7 @@ def test_every_plural_form_is_filled(lang: str) -> None:
 def test_plural_forms_at_runtime() -> None:
     ru, es = i18n.translator("ru"), i18n.translator("es")
     forms = [ru.ngettext("%(n)d entry", "%(n)d entries", n) % {"n": n} for n in (1, 3, 5, 21)]
-    assert forms == ["1 статья", "3 статьи", "5 статей", "21 статья"]
+    assert forms == ["1 запись", "3 записи", "5 записей", "21 запись"]
     forms = [es.ngettext("%(n)d entry", "%(n)d entries", n) % {"n": n} for n in (1, 2, 1000000)]
     assert forms == ["1 entrada", "2 entradas", "1000000 entradas"]
     assert i18n.translator("en").gettext("Definition:") == "Definition:"
@@ -95,7 +95,7 @@ def test_check_catches_empty_plural_form_and_fuzzy(
     tool, copy = broken_copy(tmp_path, monkeypatch)
     po = copy / "ru" / "LC_MESSAGES" / "glossary.po"
     text = po.read_text(encoding="utf-8")
-    text = text.replace('msgstr[2] "%(n)d статей"', 'msgstr[2] ""')
+    text = text.replace('msgstr[2] "%(n)d записей"', 'msgstr[2] ""')
     text = text.replace(
         '#, python-format\nmsgid "Definition (%(language)s):"',
         '#, fuzzy, python-format\nmsgid "Definition (%(language)s):"',
