@@ -1,6 +1,6 @@
 """Normalization and fuzzy lookup: unit tests and hypothesis properties.
 
-The properties run on the fixture entries and, once all 41 exist, on the real ones.
+The properties run on the fixture entries and, once all 77 exist, on the real ones.
 
 Typo model (one typo per query): pick a run of at least five letters in the name (a word, or the
 letters between hyphens and other punctuation), then delete one of its letters or replace it
