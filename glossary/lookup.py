@@ -40,16 +40,16 @@ imported: compiled extensions that do not import numpy.
 from __future__ import annotations
 
 import bisect
-import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from rapidfuzz import fuzz, process
 
+from . import textsearch
 from .model import Entry, Glossary
-from .normalize import normalize
+from .normalize import normalize, transliterations
 from .schema import LANGS
 
 MAX_QUERY_CHARS = 200
@@ -76,25 +76,66 @@ rarest up while their lists fit (at least three of them), so a common trigram ("
 of a large glossary costs nothing. Below about 200 entries every trigram fits."""
 
 
+FIELDS = (
+    "term",
+    "alias",
+    "slug",
+    "library",
+    "method",
+    "source",
+    "definition",
+    "note",
+    "explanation",
+)
+"""Where a query can match, by tier: names (1), identifiers (2), texts (3)."""
+TRANSLIT_WEIGHT = 0.97
+"""A query that matches only once transliterated ("лора" as "lora") scores this share."""
+TEXT_THRESHOLD = 30.0
+"""A passage scoring below this (0-100, :mod:`glossary.textsearch`) is not a match."""
+CODE_SCORE = 90.0
+"""Score of an identifier with letters and digits ("W4A8", "int8") found as a whole word of a
+longer query ("formato W4A8"), before its weight: such a word names one thing wherever it is."""
+SUPPORT_RATIO = 1.15
+SUPPORT_GAP = 5.0
+"""Names tied within :data:`TIE_MARGIN` are told apart by their entries' texts only when one
+entry's passage scores at least this many times, and this many points above, each other's."""
+
+
 @dataclass(frozen=True)
 class Name:
-    """One indexed name: a term or alias of an entry in one language (``lang`` "" = slug)."""
+    """What a query matched: a term, alias or slug (tier 1), a library, method or source name
+    (tier 2), or a passage of a definition, note or explanation (tier 3, ``text`` the passage).
+    ``lang`` is "" for a slug and for identifiers."""
 
     key: str
     text: str
     slug: str
     lang: str
     is_term: bool
+    field: str = ""
+
+    @property
+    def where(self) -> str:
+        """One of :data:`FIELDS`."""
+        if self.field:
+            return self.field
+        return "slug" if not self.lang else "term" if self.is_term else "alias"
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """An entry found for a query, with the name that matched best."""
+    """An entry found for a query, with the name or passage that matched best.
+
+    ``tier`` is 1 (names), 2 (identifiers) or 3 (texts); ``support`` is the score of the
+    entry's best passage when it was used to break a tie between names (else None).
+    """
 
     slug: str
     score: float
     name: Name
     source: Any = field(repr=False, compare=False)
+    tier: int = 1
+    support: float | None = None
 
     @property
     def entry(self) -> Entry:
@@ -107,6 +148,10 @@ class Candidate:
     @property
     def exact(self) -> bool:
         return self.score >= 100.0
+
+    @property
+    def where(self) -> str:
+        return self.name.where
 
 
 @dataclass(frozen=True)
@@ -121,12 +166,27 @@ class Decision:
         return self.candidates[0] if self.kind == "match" else None
 
 
+def _decisive(a: float | None, b: float | None) -> bool:
+    """Whether support ``a`` clearly beats support ``b`` (see :data:`SUPPORT_RATIO`)."""
+    if a is None or b is None:
+        return False
+    return a >= SUPPORT_RATIO * b and a - b >= SUPPORT_GAP
+
+
 def decide(found: Sequence[Candidate], lang: str | None = None) -> Decision:
     """A match, a tie between entries, or no match (see the module docstring)."""
-    if not found or found[0].score < MATCH_THRESHOLD:
-        return Decision("none", list(found))
+    if not found:
+        return Decision("none", [])
     best = found[0]
-    ties = [c for c in found[1:] if best.score - c.score < TIE_MARGIN]
+    if best.score < (TEXT_THRESHOLD if best.tier == 3 else MATCH_THRESHOLD):
+        return Decision("none", list(found))
+    ties = [
+        c
+        for c in found[1:]
+        if c.tier == best.tier
+        and best.score - c.score < TIE_MARGIN
+        and not _decisive(best.support, c.support)
+    ]
     if ties and lang:
         # an exact name in the requested language beats the same name in another one
         in_lang = best.name.lang == lang
@@ -188,15 +248,36 @@ class _Scorer:
         }
 
 
-class _Base:
-    """Ranking shared by the in-memory and the SQLite-backed index."""
+class _Base(textsearch.Postings):
+    """The tiered search shared by the in-memory and the SQLite-backed index."""
 
-    def scores(self, key: str) -> dict[int, float]:
+    def name_scores(self, key: str) -> dict[int, float]:
         """Scores of the names worth scoring for a normalized query, by name id."""
         raise NotImplementedError
 
     def names_at(self, ids: list[int]) -> dict[int, Name]:
         raise NotImplementedError
+
+    def ident_scores(self, key: str) -> dict[int, float]:
+        """Scores of the identifiers worth scoring, by id, already weighted."""
+        raise NotImplementedError
+
+    def idents_at(self, ids: list[int]) -> dict[int, Name]:
+        raise NotImplementedError
+
+    def idents_keyed(self, keys: list[str]) -> dict[int, float]:
+        """``id -> weight`` of the identifiers whose key is one of ``keys``."""
+        raise NotImplementedError
+
+    def _ident_scores(self, key: str) -> dict[int, float]:
+        """:meth:`ident_scores`, and :data:`CODE_SCORE` for a code word inside the query."""
+        scores = self.ident_scores(key)
+        words = key.split()
+        codes = [w for w in words if len(w) >= 3 and not w.isalpha() and not w.isdigit()]
+        if len(words) > 1 and codes:
+            for i, weight in self.idents_keyed(codes).items():
+                scores[i] = max(scores.get(i, 0.0), CODE_SCORE * weight)
+        return scores
 
     def entry(self, slug: str) -> Entry:
         raise NotImplementedError
@@ -213,48 +294,155 @@ class _Base:
     ) -> list[Candidate]:
         """Entries ranked for ``query`` (best first), at most ``limit``, with no score cutoff.
 
-        Among equal scores, a name in ``lang`` wins, then one in the languages of ``prefer``
-        (in that order), then a preferred term over an alias.
+        Tier by tier (see the module docstring): names, then identifiers, then texts. Among
+        equal scores, a name in ``lang`` wins, then one in the languages of ``prefer`` (in that
+        order), then a preferred term over an alias.
         """
         order = [code for code in (lang, *prefer) if code]
-        key = normalize(query[:MAX_QUERY_CHARS])
+        query = query[:MAX_QUERY_CHARS]
+        key = normalize(query)
         if not key:
             return []
-        scored = sorted(self.scores(key).items(), key=lambda kv: -kv[1])[:MAX_HITS]
-        names = self.names_at([i for i, _ in scored])
+        keys = [(key, 1.0)] + [(k, TRANSLIT_WEIGHT) for k in transliterations(key)]
+        found = self._rank(keys, order, self.name_scores, self.names_at, 1)
+        if not found or found[0].score < 100.0:
+            idents = self._rank(keys, order, self._ident_scores, self.idents_at, 2)
+            found = _merge(found, idents)
+        if not found or found[0].score < MATCH_THRESHOLD:
+            texts = self._texts(query, lang, limit)
+            if texts:
+                return texts
+        return self._break_tie(query, lang, found)[:limit]
+
+    def _rank(
+        self,
+        keys: list[tuple[str, float]],
+        order: list[str],
+        scores: Callable[[str], dict[int, float]],
+        names_at: Callable[[list[int]], dict[int, Name]],
+        tier: int,
+    ) -> list[Candidate]:
+        """Each entry's best name of one tier, best entry first."""
+        merged: dict[int, float] = {}
+        for key, weight in keys:
+            for i, score in scores(key).items():
+                merged[i] = max(merged.get(i, 0.0), score * weight)
+        scored = sorted(merged.items(), key=lambda kv: -kv[1])[:MAX_HITS]
+        names = names_at([i for i, _ in scored])
         best: dict[str, tuple[tuple[float, float, int, int], Name]] = {}
         for i, score in scored:
             name = names[i]
             pref = len(order) - order.index(name.lang) if name.lang in order else 0
-            rank = (score, fuzz.ratio(key, name.key), pref, int(name.is_term))
+            rank = (score, fuzz.ratio(keys[0][0], name.key), pref, int(name.is_term))
             if name.slug not in best or rank > best[name.slug][0]:
                 best[name.slug] = (rank, name)
         ordered = sorted(best.values(), key=lambda item: (item[0], item[1].slug), reverse=True)
-        return [Candidate(name.slug, rank[0], name, self) for rank, name in ordered[:limit]]
+        return [Candidate(name.slug, rank[0], name, self, tier) for rank, name in ordered]
+
+    def _passages(
+        self, query: str, lang: str | None, slugs: set[str] | None = None
+    ) -> dict[str, tuple[float, str, str, tuple[int, int]]]:
+        """Each entry's best passage for ``query``: ``slug -> (score, lang, field, span)``.
+
+        With ``slugs`` (telling tied names apart), only their texts are read, the words need
+        not be near each other, and an entry's score is the sum over its texts in a language:
+        an entry that says it in its definition, its note and its explanation says it most.
+        """
+        best: dict[str, tuple[float, str, str, tuple[int, int]]] = {}
+        for code in [lang] if lang else LANGS:
+            terms = textsearch.query_terms(code, query)
+            if not terms:
+                continue
+            docs = self.documents_of(code, slugs) if slugs is not None else None
+            hits = textsearch.bm25(self, code, terms, docs, near=slugs is None)
+            info = self.documents(hits)
+            found: dict[str, tuple[float, str, str, tuple[int, int]]] = {}
+            for doc, (score, span) in sorted(hits.items()):
+                slug, where, _ = info[doc]
+                old = found.get(slug)
+                if slugs is not None and old is not None:
+                    found[slug] = (old[0] + score, *old[1:])
+                elif old is None or score > old[0]:
+                    found[slug] = (score, code, where, span)
+            for slug, hit in found.items():
+                if slug not in best or hit[0] > best[slug][0]:
+                    best[slug] = hit
+        return best
+
+    def _texts(self, query: str, lang: str | None, limit: int) -> list[Candidate]:
+        """Tier 3: the entries whose texts hold the query's words close together."""
+        found = self._passages(query, lang)
+        ranked = sorted(
+            ((v, slug) for slug, v in found.items() if v[0] >= TEXT_THRESHOLD), reverse=True
+        )[:limit]
+        out = []
+        for (score, code, where, (first, last)), slug in ranked:
+            text = getattr(self.entry(slug).lang[code], where) or ""
+            passage = textsearch.snippet(text, first, last)
+            out.append(Candidate(slug, score, Name("", passage, slug, code, False, where), self, 3))
+        return out
+
+    def _break_tie(self, query: str, lang: str | None, found: list[Candidate]) -> list[Candidate]:
+        """Tell names tied within :data:`TIE_MARGIN` apart by their entries' texts, if decisive.
+
+        An exact name is never overruled: two entries with the same name stay ambiguous.
+        """
+        if not found or found[0].exact or found[0].score < MATCH_THRESHOLD:
+            return found
+        tied = [c for c in found if found[0].score - c.score < TIE_MARGIN]
+        if len(tied) < 2:
+            return found
+        passages = self._passages(query, lang, {c.slug for c in tied})
+        support = {c.slug: passages[c.slug][0] if c.slug in passages else 0.0 for c in tied}
+        tied = [replace(c, support=support[c.slug]) for c in tied]
+        tied.sort(key=lambda c: -(c.support or 0.0))
+        if not all(_decisive(tied[0].support, c.support) for c in tied[1:]):
+            return found
+        return [*tied, *found[len(tied) :]]
+
+
+def _merge(names: list[Candidate], idents: list[Candidate]) -> list[Candidate]:
+    """One list, best score first: each entry's best candidate, a name before an identifier
+    of the same score."""
+    best: dict[str, Candidate] = {}
+    for c in [*names, *idents]:
+        if c.slug not in best or c.score > best[c.slug].score:
+            best[c.slug] = c
+    return sorted(best.values(), key=lambda c: (-c.score, c.tier))
 
 
 class Index(_Base):
-    """All names of a loaded glossary, normalized, ready for :meth:`search`."""
+    """All names, identifiers and texts of a loaded glossary, ready for :meth:`search`."""
 
     def __init__(self, glossary: Glossary) -> None:
-        self.glossary = glossary
-        names: list[Name] = []
-        for entry in glossary:
-            for lang in LANGS:
-                for i, text in enumerate(entry.lang[lang].names):
-                    key = normalize(text)
-                    if key:
-                        names.append(Name(key, text, entry.slug, lang, i == 0))
-            names.append(Name(normalize(entry.slug), entry.slug, entry.slug, "", False))
-        names.sort(key=lambda n: len(n.key))
-        self.names = names
-        self.scorer = _Scorer([n.key for n in names])
+        from .fields import ident_rows, name_rows
 
-    def scores(self, key: str) -> dict[int, float]:
+        self.glossary = glossary
+        self.names = [Name(k, t, s, lg, bool(term)) for k, t, s, lg, term in name_rows(glossary)]
+        self.scorer = _Scorer([n.key for n in self.names])
+        rows = ident_rows(glossary)
+        self.idents = [Name(k, t, s, "", False, f) for k, t, s, f, _ in rows]
+        self.weights = [w for *_, w in rows]
+        self.ident_scorer = _Scorer([n.key for n in self.idents])
+        self.ident_ids: dict[str, list[int]] = {}
+        for i, name in enumerate(self.idents):
+            self.ident_ids.setdefault(name.key, []).append(i)
+        self._text: Any = None
+
+    def name_scores(self, key: str) -> dict[int, float]:
         return self.scorer.scores(key)
 
     def names_at(self, ids: list[int]) -> dict[int, Name]:
         return {i: self.names[i] for i in ids}
+
+    def ident_scores(self, key: str) -> dict[int, float]:
+        return {i: s * self.weights[i] for i, s in self.ident_scorer.scores(key).items()}
+
+    def idents_at(self, ids: list[int]) -> dict[int, Name]:
+        return {i: self.idents[i] for i in ids}
+
+    def idents_keyed(self, keys: list[str]) -> dict[int, float]:
+        return {i: self.weights[i] for k in keys for i in self.ident_ids.get(k, [])}
 
     def entry(self, slug: str) -> Entry:
         return self.glossary[slug]
@@ -262,93 +450,52 @@ class Index(_Base):
     def term(self, slug: str, lang: str) -> str:
         return self.glossary[slug].term(lang)
 
+    # --- texts (built on first use: only queries that reach tier 3 need them) ---
 
-class CompiledIndex(_Base):
-    """The SQLite index of a folder (:mod:`glossary.index`); entries are loaded one by one."""
+    @property
+    def text(self) -> Any:
+        if self._text is None:
+            from .fields import text_docs
 
-    def __init__(self, conn: Any, directory: Path) -> None:
-        self.conn = conn
-        self.directory = directory
-        self._entries: dict[str, Entry] = {}
+            self._text = textsearch.MemoryPostings(text_docs(self.glossary))
+        return self._text
 
-    def scores(self, key: str) -> dict[int, float]:
-        from .index import trigrams
+    def stats(self, lang: str) -> tuple[int, float]:
+        return self.text.stats(lang)
 
-        grams = sorted(trigrams(key))
-        marks = ",".join("?" * len(grams))
-        counts = sorted(
-            (n, g)
-            for g, n in self.conn.execute(
-                f"SELECT gram, n FROM gram_counts WHERE gram IN ({marks})", grams
-            )
-        )
-        chosen, total = [], 0
-        for n, g in counts:
-            if len(chosen) >= 3 and total + n > GRAM_BUDGET:
-                break
-            chosen.append(g)
-            total += n
-        marks = ",".join("?" * len(chosen))
-        rows = self.conn.execute(
-            f"SELECT n.id, n.key FROM (SELECT id, COUNT(*) AS c FROM grams "
-            f"WHERE gram IN ({marks}) GROUP BY id ORDER BY c DESC LIMIT ?) AS top "
-            f"JOIN names n ON n.id = top.id",
-            [*chosen, MAX_CANDIDATES],
-        ).fetchall()
-        rows.sort(key=lambda r: len(r[1]))
-        found = {rows[i][0] - 1: s for i, s in _Scorer([r[1] for r in rows]).scores(key).items()}
-        if found:
-            return found
-        # nothing shares a trigram ("zebra"): scan every name, for the nearest suggestions
-        keys = self.conn.execute("SELECT key FROM names ORDER BY id").fetchall()
-        return _Scorer([k[0] for k in keys]).scores(key)
+    def frequencies(self, lang: str, stems: list[str]) -> dict[str, int]:
+        return self.text.frequencies(lang, stems)
 
-    def meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
+    def postings(
+        self, lang: str, stem: str, docs: set[int] | None
+    ) -> dict[int, tuple[int, list[int]]]:
+        return self.text.postings(lang, stem, docs)
 
-    def names_at(self, ids: list[int]) -> dict[int, Name]:
-        out: dict[int, Name] = {}
-        for start in range(0, len(ids), 500):
-            chunk = [i + 1 for i in ids[start : start + 500]]  # SQLite ids count from 1
-            marks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(
-                f"SELECT id, key, text, slug, lang, is_term FROM names WHERE id IN ({marks})",
-                chunk,
-            ):
-                out[row[0] - 1] = Name(row[1], row[2], row[3], row[4], bool(row[5]))
-        return out
+    def documents(self, ids: Iterable[int]) -> dict[int, tuple[str, str, int]]:
+        return self.text.documents(ids)
 
-    def entry(self, slug: str) -> Entry:
-        if slug not in self._entries:
-            from .loader import _build, _Parsed
-
-            row = self.conn.execute("SELECT data FROM entries WHERE slug = ?", (slug,)).fetchone()
-            if row is None:
-                raise KeyError(slug)
-            data = json.loads(row[0])
-            parsed = _Parsed(self.directory / f"{slug}.yaml", "", data, {}, True)
-            self._entries[slug] = _build(parsed)
-        return self._entries[slug]
-
-    def term(self, slug: str, lang: str) -> str:
-        row = self.conn.execute(
-            "SELECT text FROM names WHERE slug = ? AND lang = ? AND is_term = 1", (slug, lang)
-        ).fetchone()
-        return row[0] if row else self.entry(slug).term(lang)
+    def documents_of(self, lang: str, slugs: Iterable[str]) -> set[int]:
+        return self.text.documents_of(lang, slugs)
 
 
-def open_index(directory: Path | None = None) -> CompiledIndex:
-    """The compiled index of ``directory`` (default: the package's entries), valid for it now.
+def __getattr__(name: str) -> Any:
+    if name == "CompiledIndex":  # in glossary.compiled, which imports this module
+        from .compiled import CompiledIndex
+
+        return CompiledIndex
+    raise AttributeError(name)
+
+
+def open_index(directory: Path | None = None) -> Any:
+    """The compiled index of ``directory`` (default: the package's entries), valid for it now
+    (a :class:`glossary.compiled.CompiledIndex`).
 
     Raises :class:`glossary.loader.GlossaryError` when the index had to be compiled and the
     entries are invalid.
     """
-    from . import index
-    from .loader import ENTRIES_DIR
+    from .compiled import open_compiled
 
-    directory = Path(directory) if directory is not None else ENTRIES_DIR
-    return CompiledIndex(index.open_index(directory), directory)
+    return open_compiled(directory)
 
 
 def resolve(glossary: Glossary, query: str, lang: str | None = None) -> Entry | None:

@@ -38,7 +38,7 @@ def test_lookup_exact_alias_shows_all_languages(capsys: pytest.CaptureFixture[st
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0] == "pruning  (technique, Compression)"
-    assert lines[1] == "Matched 'poda estructurada' (score 100)"
+    assert lines[1] == "Matched 'poda estructurada' in the alias (score 100)"
     assert "  Spanish: Poda de Red" in lines
     assert "  Russian: Обрезка сети" in lines
     assert "  English: Network Pruning" in lines
