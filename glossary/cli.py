@@ -179,7 +179,11 @@ def build_parser() -> Parser:
     sub.required = True
 
     s = sub.add_parser("lookup", help=_("find a term in any language"))
-    s.add_argument("query", metavar="QUERY", help=_("a term or alias, in any language"))
+    s.add_argument(
+        "query",
+        metavar="QUERY",
+        help=_("a term, alias, library, method or phrase, in any language"),
+    )
     s.add_argument("--lang", type=lang_code, metavar=langs, help=_("language of the query"))
     s.add_argument("--to", type=lang_code, metavar=langs, help=_("language of the definition"))
     s.add_argument("--json", action="store_true", help=_("machine-readable output"))
