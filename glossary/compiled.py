@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .lookup import GRAM_BUDGET, MAX_CANDIDATES, Name, _Base, _Scorer
+from .fuzzy import Scorer
+from .lookup import GRAM_BUDGET, MAX_CANDIDATES, Name, _Base
 from .model import Entry
 
 _CHUNK = 500
@@ -63,16 +64,16 @@ class CompiledIndex(_Base):
 
     def name_scores(self, key: str) -> dict[int, float]:
         rows = self._candidates(key, "", "names")
-        found = {rows[i][0] - 1: s for i, s in _Scorer([r[1] for r in rows]).scores(key).items()}
+        found = {rows[i][0] - 1: s for i, s in Scorer([r[1] for r in rows]).scores(key).items()}
         if found:
             return found
         # nothing shares a trigram ("zebra"): scan every name, for the nearest suggestions
         keys = self.conn.execute("SELECT key FROM names ORDER BY id").fetchall()
-        return _Scorer([k[0] for k in keys]).scores(key)
+        return Scorer([k[0] for k in keys]).scores(key)
 
     def ident_scores(self, key: str) -> dict[int, float]:
         rows = self._candidates(key, "ident_", "idents")
-        scores = _Scorer([r[1] for r in rows]).scores(key)
+        scores = Scorer([r[1] for r in rows]).scores(key)
         ids = [rows[i][0] for i in scores]
         weights = dict(self._rows("SELECT id, weight FROM idents WHERE id IN ({})", ids))
         return {rows[i][0] - 1: s * weights[rows[i][0]] for i, s in scores.items()}

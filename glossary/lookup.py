@@ -1,53 +1,50 @@
-"""Find an entry from any of its names in any language, tolerating case, accents and typos.
+"""Find an entry from what people type: its names, what it cites, what its texts say.
 
-Every term and alias of every language (and every slug) is indexed after
-:func:`glossary.normalize.normalize`. A query is normalized the same way (and cut to
-:data:`MAX_QUERY_CHARS`); then each name gets the best of three scores (0-100):
+A query (cut to :data:`MAX_QUERY_CHARS`) is searched in tiers, in order of evidence (what each
+tier indexes is listed in :mod:`glossary.fields`):
 
-1. the plain similarity ``fuzz.ratio`` of the whole strings (100 only when they are equal, the
-   exact match, always ranked first; one typo in a word of five letters still scores about 80).
-   It is ``2 * common / (len(query) + len(name))``, so it already demands that *both* the query
-   and the name be mostly covered by what they share;
-2. the same after sorting the words (``fuzz.token_sort_ratio``: "checkpointing gradient");
-3. for a query shorter than the name, the partial similarity (the query found, perhaps with a
-   typo, inside the name: "consistency" in "latent consistency model"), scaled by how much of
-   the name the query covers: ``partial * (PARTIAL_BASE + (1 - PARTIAL_BASE) * len(query) /
-   len(name))``. A query under :data:`SHORT` characters gets this only as a whole word of the
-   name, without typos ("poda" in "poda de red", never "epca" in "deepcache").
+1. **names**: every term and alias of every language, and the slugs, scored 0-100 by
+   :class:`glossary.fuzzy.Scorer` (exact after folding = 100; typos, word order and parts of a
+   name score less). A query is also tried in the other alphabet
+   (:func:`glossary.normalize.transliterations`), at :data:`TRANSLIT_WEIGHT` of its score;
+2. **identifiers**: the libraries, APIs, sources and method names an entry cites or mentions,
+   scored the same way, times their weight (a name only mentioned in a text weighs less than
+   one cited), plus :data:`CODE_SCORE` for a code word such as "W4A8" inside a longer query.
+   They are scored unless a name matched exactly, and compete with the names on the same
+   scale (a name wins a tie): an exact identifier beats a fuzzy name;
+3. **texts**: if nothing above reaches :data:`MATCH_THRESHOLD`, the definitions, notes and
+   explanations, by BM25 over Snowball stems, only where the query's words stand close together
+   (:mod:`glossary.textsearch`), scored 0-100 against :data:`TEXT_THRESHOLD`.
 
-What is *not* scored is a name found inside a longer query: a query matches only when enough of
-it is covered by one name (the plain ratio of a name wholly inside the query is
-``2c / (1 + c)`` for the covered fraction ``c``: at least 72 means ``c >= 0.56``). That is what
-keeps "chocolate cake", a cooking recipe or a word salad from matching an entry whose short
-alias happens to occur in them.
-
-Each entry keeps its best-scoring name; entries are ranked by score, then by the plain ratio,
-then by the language of the name (the requested one, then the preferred ones such as the UI
-language and English), then by whether it is a preferred term. :func:`decide` turns the ranking
-into an answer: a **match** when the best scores at least :data:`MATCH_THRESHOLD` and clearly
-beats the next entry; **ambiguous** when another entry scores within :data:`TIE_MARGIN` of it
-(the candidates are listed); otherwise **no match**, with the nearest entries as suggestions.
-The thresholds are calibrated on ``tests/data/lookup_queries.yaml`` (see
+Each candidate says where it matched (:attr:`Candidate.where`, one of :data:`FIELDS`). Each entry
+keeps its best name; entries are ranked by score, then by the plain ratio, then by the language
+of the name (the requested one, then the preferred ones such as the UI language and English),
+then by whether it is a preferred term. When entries tie within :data:`TIE_MARGIN` below an
+exact match, their texts break the tie if one entry's says the query decisively more
+(:data:`SUPPORT_RATIO`, :data:`SUPPORT_GAP`); an exact name shared by two entries stays a tie.
+:func:`decide` turns the ranking into an answer: a **match** when the best reaches its tier's
+threshold and clearly beats the next entry of its tier; **ambiguous** when another scores within
+:data:`TIE_MARGIN` of it (the candidates are listed); otherwise **no match**, with the nearest
+entries as suggestions. The thresholds are calibrated on ``tests/data/lookup_queries.yaml`` (see
 ``tests/test_lookup_quality.py``).
 
 :class:`Index` works on a loaded :class:`~glossary.model.Glossary`; :func:`open_index` on the
-compiled SQLite index of a folder (:mod:`glossary.index`), which scores only the names that
-share the most character trigrams with the query (so the cost does not grow with the glossary)
-and loads only the entry that answers it. Only ``rapidfuzz.process`` and ``rapidfuzz.fuzz`` are
-imported: compiled extensions that do not import numpy.
+compiled SQLite index of a folder (:class:`glossary.compiled.CompiledIndex`), which scores only
+the names that share the most character trigrams with the query, so that the cost does not grow
+with the glossary, and loads only the entries it shows.
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rapidfuzz import fuzz, process
+from rapidfuzz import fuzz
 
 from . import textsearch
+from .fuzzy import Scorer
 from .model import Entry, Glossary
 from .normalize import normalize, transliterations
 from .schema import LANGS
@@ -57,13 +54,6 @@ MATCH_THRESHOLD = 72.0
 """A best candidate scoring below this is a suggestion, not a match."""
 TIE_MARGIN = 1.0
 """Two entries whose best names score within this of each other are a tie (ambiguous)."""
-FUZZY_CUTOFF = 40
-"""Scores below this are not even suggestions."""
-SHORT = 5
-"""Queries shorter than this match inside a longer name only as a whole word."""
-PARTIAL_BASE = 0.6
-"""Weight of a partial match when the query covers almost none of the name; it grows linearly
-to 1.0 as the query covers all of it."""
 MAX_HITS = 300
 """Names kept after scoring (best first) before they are grouped by entry."""
 MAX_CANDIDATES = 600
@@ -196,58 +186,6 @@ def decide(found: Sequence[Candidate], lang: str | None = None) -> Decision:
     return Decision("match", list(found))
 
 
-class _Scorer:
-    """Scores normalized names, kept sorted by length, for a normalized query."""
-
-    def __init__(self, keys: list[str]) -> None:
-        self.keys = keys
-        self._short_end = bisect.bisect_left(keys, SHORT, key=len)
-
-    def scores(self, key: str) -> dict[int, float]:
-        n = len(key)
-        keys = self.keys
-        out: dict[int, float] = {}
-
-        def take(choices: list[str], offset: int, scorer: Callable[..., float]) -> None:
-            for _, score, i in process.extract(
-                key, choices, scorer=scorer, processor=None, limit=None, score_cutoff=FUZZY_CUTOFF
-            ):
-                j = i + offset
-                if score > out.get(j, 0.0):
-                    out[j] = float(score)
-
-        take(keys, 0, fuzz.ratio)
-        if n < SHORT:
-            # a short query counts inside a longer name only as one of its whole words
-            start = bisect.bisect_right(keys, n, key=len)
-            needle = f" {key} "
-            for j in range(start, len(keys)):
-                if needle in f" {keys[j]} ":
-                    weighted = 100.0 * (PARTIAL_BASE + (1.0 - PARTIAL_BASE) * n / len(keys[j]))
-                    if weighted > out.get(j, 0.0):
-                        out[j] = weighted
-        else:
-            long = keys[self._short_end :]
-            take(long, self._short_end, fuzz.token_sort_ratio)
-            start = bisect.bisect_right(keys, n, key=len)
-            for _, score, i in process.extract(
-                key,
-                keys[start:],
-                scorer=fuzz.partial_ratio,
-                processor=None,
-                limit=None,
-                score_cutoff=FUZZY_CUTOFF,
-            ):
-                j = i + start
-                cover = n / len(keys[j])
-                weighted = score * (PARTIAL_BASE + (1.0 - PARTIAL_BASE) * cover)
-                if weighted > out.get(j, 0.0):
-                    out[j] = weighted
-        return {
-            i: (100.0 if s >= 100.0 and keys[i] == key else min(s, 99.0)) for i, s in out.items()
-        }
-
-
 class _Base(textsearch.Postings):
     """The tiered search shared by the in-memory and the SQLite-backed index."""
 
@@ -325,6 +263,8 @@ class _Base(textsearch.Postings):
         """Each entry's best name of one tier, best entry first."""
         merged: dict[int, float] = {}
         for key, weight in keys:
+            if merged and max(merged.values()) >= 100.0:
+                break  # an exact name: its transliteration cannot do better
             for i, score in scores(key).items():
                 merged[i] = max(merged.get(i, 0.0), score * weight)
         scored = sorted(merged.items(), key=lambda kv: -kv[1])[:MAX_HITS]
@@ -419,11 +359,11 @@ class Index(_Base):
 
         self.glossary = glossary
         self.names = [Name(k, t, s, lg, bool(term)) for k, t, s, lg, term in name_rows(glossary)]
-        self.scorer = _Scorer([n.key for n in self.names])
+        self.scorer = Scorer([n.key for n in self.names])
         rows = ident_rows(glossary)
         self.idents = [Name(k, t, s, "", False, f) for k, t, s, f, _ in rows]
         self.weights = [w for *_, w in rows]
-        self.ident_scorer = _Scorer([n.key for n in self.idents])
+        self.ident_scorer = Scorer([n.key for n in self.idents])
         self.ident_ids: dict[str, list[int]] = {}
         for i, name in enumerate(self.idents):
             self.ident_ids.setdefault(name.key, []).append(i)
