@@ -88,7 +88,8 @@ longer query ("formato W4A8"), before its weight: such a word names one thing wh
 SUPPORT_RATIO = 1.15
 SUPPORT_GAP = 5.0
 """Names tied within :data:`TIE_MARGIN` are told apart by their entries' texts only when one
-entry's passage scores at least this many times, and this many points above, each other's."""
+entry's texts (the sum of its definition's, note's and explanation's scores in one language)
+score at least this many times, and this many points above, every other tied entry's."""
 
 
 @dataclass(frozen=True)
