@@ -36,6 +36,7 @@ with the glossary, and loads only the entries it shows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,6 +51,7 @@ from .normalize import normalize, transliterations
 from .schema import LANGS
 
 MAX_QUERY_CHARS = 200
+_CYRILLIC = re.compile("[а-яй]")
 MATCH_THRESHOLD = 72.0
 """A best candidate scoring below this is a suggestion, not a match."""
 TIE_MARGIN = 1.0
@@ -245,7 +247,9 @@ class _Base(textsearch.Postings):
         keys = [(key, 1.0)] + [(k, TRANSLIT_WEIGHT) for k in transliterations(key)]
         found = self._rank(keys, order, self.name_scores, self.names_at, 1)
         if not found or found[0].score < 100.0:
-            idents = self._rank(keys, order, self._ident_scores, self.idents_at, 2)
+            # identifiers are written in Latin letters: a Cyrillic query is tried transliterated
+            latin = [(k, w) for k, w in keys if not _CYRILLIC.search(k)] or keys[:1]
+            idents = self._rank(latin, order, self._ident_scores, self.idents_at, 2)
             found = _merge(found, idents)
         if not found or found[0].score < MATCH_THRESHOLD:
             texts = self._texts(query, lang, limit)

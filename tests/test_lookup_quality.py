@@ -50,8 +50,18 @@ def queries() -> dict:
 
 
 def answer(query: str, source: Index | CompiledIndex | None = None) -> tuple[str, str | None]:
-    decision = decide((source or compiled()).search(query, None, limit=6))
+    if source is None:
+        return compiled_answer(query)[:2]
+    decision = decide(source.search(query, None, limit=6))
     return decision.kind, decision.best.slug if decision.best else None
+
+
+@cache
+def compiled_answer(query: str) -> tuple[str, str | None, int]:
+    """What ``glossary lookup`` answers, and from which tier (once per query for all tests)."""
+    decision = decide(compiled().search(query, None, limit=6))
+    best = decision.best
+    return decision.kind, best.slug if best else None, best.tier if best else 0
 
 
 def test_query_set_is_large_enough() -> None:
@@ -64,15 +74,9 @@ def test_query_set_is_large_enough() -> None:
     assert not {slug for _, _, slug in on} - slugs, "the query set names a missing entry"
 
 
-@cache
 def on_topic_answers() -> list[tuple[str, str, str, str, str | None, int]]:
     """``(lang, query, slug, kind, answered slug, tier of the answer)`` of each on-topic query."""
-    out = []
-    for lang, query, slug in queries()["on_topic"]:
-        decision = decide(compiled().search(query, None, limit=6))
-        best = decision.best
-        out.append((lang, query, slug, decision.kind, best and best.slug, best.tier if best else 0))
-    return out
+    return [(lang, q, slug, *compiled_answer(q)) for lang, q, slug in queries()["on_topic"]]
 
 
 def test_top1_accuracy_and_false_match_rate() -> None:
