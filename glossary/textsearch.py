@@ -205,12 +205,13 @@ def bm25(
 
 
 def snippet(text: str, first: int, last: int, context: int = 3) -> str:
-    """The words ``first..last`` of ``text`` (as :func:`words` counts them), with context."""
+    """The words ``first..last`` of ``text`` (as :func:`words` counts them), with context, as
+    plain text (the Markdown code marks dropped)."""
     spans = [(a, b) for a, b, _ in words(text)]
     if not spans:
         return ""
     lo, hi = max(0, first - context), min(len(spans) - 1, last + context)
-    shown = " ".join(text[spans[lo][0] : spans[hi][1]].split())
+    shown = " ".join(text[spans[lo][0] : spans[hi][1]].replace("`", "").split())
     return ("…" if lo > 0 else "") + shown + ("…" if hi < len(spans) - 1 else "")
 
 
