@@ -37,7 +37,11 @@ MAX_METHOD_WORDS = 3
 
 _CODE = re.compile(r"`([^`\n]+)`")
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*[\w)]")
-_NAME = re.compile(r"(?<![\w.\-])[A-Za-zΔ][A-Za-z0-9_+.\-ΣΔ]*[A-Za-z0-9+Σ](?![A-Za-z0-9_])")
+_WORD = r"[A-Za-zΔ][A-Za-z0-9_+.\-ΣΔ]*[A-Za-z0-9+Σ](?![A-Za-z0-9_])"
+_NAME = re.compile(r"(?<![\w.\-])" + _WORD)
+"""A Latin word, possibly with digits, dots and hyphens ("FLUX.1", "Q-Diffusion", "top-1")."""
+_MARKED = re.compile(r"(?<![\w.\-])(?=[A-Za-z0-9_+.\-ΣΔ]*?(?:[A-Za-z0-9_+.\-ΣΔ][A-Z]|\d))" + _WORD)
+"""Such a word with a capital letter inside or a digit (the only names found outside Russian)."""
 
 
 _RUN = re.compile(r"(?<![\w.\-])[A-Z][A-Za-z0-9\-]*(?: [A-Z][A-Za-z0-9\-]*)+(?![\w\-])")
@@ -98,7 +102,7 @@ def mentioned(entry: Any) -> list[str]:
                     if normalize(run.split()[0]) not in skip:
                         found.setdefault(normalize(run), run)
                 plain = _RUN.sub(" ", plain)
-            for m in _NAME.finditer(plain):
+            for m in (_NAME if lang == "ru" else _MARKED).finditer(plain):
                 word = m.group()
                 if plain[m.end() : m.end() + 8].lstrip().startswith("et al"):
                     continue

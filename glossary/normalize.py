@@ -23,14 +23,13 @@ _CYRILLIC_I = frozenset("иИ")
 
 
 def _strip_marks(text: str) -> str:
-    out: list[str] = []
-    for ch in unicodedata.normalize("NFD", text):
-        if unicodedata.combining(ch):
-            if ch == _BREVE and out and out[-1] in _CYRILLIC_I:
-                out.append(ch)
-            continue
-        out.append(ch)
-    return unicodedata.normalize("NFC", "".join(out))
+    """Drop the combining marks of ``text``, but keep ``й`` a letter (looked up once per
+    distinct character, not per character: texts run to thousands of letters)."""
+    decomposed = unicodedata.normalize("NFD", text)
+    for base in _CYRILLIC_I:
+        decomposed = decomposed.replace(base + _BREVE, unicodedata.normalize("NFC", base + _BREVE))
+    marks = {ord(ch): None for ch in set(decomposed) if unicodedata.combining(ch)}
+    return unicodedata.normalize("NFC", decomposed.translate(marks) if marks else decomposed)
 
 
 _SEPARATORS = re.compile(r"[\W_]+")
