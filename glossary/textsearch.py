@@ -13,7 +13,9 @@ them close together: all within :func:`window` words of each other (:func:`span`
 query whose words each occur somewhere in the glossary ("elecciones generales", a word salad)
 from matching, while "rama de bajo rango" or "top-1 routing" find the passage that says it. The
 documents that answer are ranked by BM25 (Robertson and Zaragoza, 2009) with ``k1`` = 1.2 and
-``b`` = 0.75, with document frequencies and the average length counted per language. A score is
+``b`` = 0.75 and the idf ``ln(1 + (N - n + 0.5) / (n + 0.5))``, which is never negative, with
+document frequencies ``n``, the number of documents ``N`` and their average length counted per
+language. A score is
 reported on a 0-100 scale, as a share of the most any document could score for that query
 (each term's ``idf * (k1 + 1)``, the limit of BM25 as the term frequency grows).
 
