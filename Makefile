@@ -7,6 +7,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
+INDEX  := glossary/entries/_index.sqlite3
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 # Tests and benchmarks use a fixed thread count so that numbers are comparable.
@@ -17,13 +18,22 @@ export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: setup browser axe postgres catalogs site serve test lint format bench zoo clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(INDEX)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
+
+# The lookup index (glossary/index.py), compiled as the wheel build does, so that the first
+# `glossary lookup` after setup is as fast as the next ones instead of compiling it from every
+# entry. It records what it was compiled from: after an edit, lookups compile a fresh copy into
+# the cache folder until the next `make setup` (the prerequisites are index.CODE_FILES).
+INDEX_CODE := $(addprefix glossary/,fields.py index.py i18n.py links.py loader.py model.py \
+              normalize.py plainyaml.py schema.py textsearch.py)
+$(INDEX): $(STAMP) $(wildcard glossary/entries/*.yaml) $(INDEX_CODE)
+	$(PY) -m glossary.index
 
 # Debian's chromium for the Playwright tests (never a browser download).
 browser:

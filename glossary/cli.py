@@ -187,7 +187,11 @@ def build_parser() -> Parser:
     sub.required = True
 
     s = sub.add_parser("lookup", help=_("find a term in any language"))
-    s.add_argument("query", metavar="QUERY", help=_("a term or alias, in any language"))
+    s.add_argument(
+        "query",
+        metavar="QUERY",
+        help=_("a term, alias, library, method or phrase, in any language"),
+    )
     s.add_argument("--lang", type=lang_code, metavar=langs, help=_("language of the query"))
     s.add_argument("--to", type=lang_code, metavar=langs, help=_("language of the definition"))
     s.add_argument("--json", action="store_true", help=_("machine-readable output"))
@@ -326,7 +330,7 @@ def cmd_lookup(args: argparse.Namespace) -> int:
             % {"query": echo(query)}
         )
         for c in decision.candidates:
-            out(f"  {c.score:5.1f}  {c.slug}  ({c.name.text}, {c.name.lang or 'slug'})")
+            out(candidate_line(c))
         out(_("Give more of the term, or pick one: glossary show SLUG"))
         return 1
     if best is None:
@@ -334,18 +338,40 @@ def cmd_lookup(args: argparse.Namespace) -> int:
         if found:
             out(_("Nearest entries:"))
             for c in found[:3]:
-                out(f"  {c.score:5.1f}  {c.slug}  ({c.name.text})")
+                out(candidate_line(c))
         else:
             out(_("Nothing similar either; try `glossary list`."))
         return 1
     lang = args.to or args.lang or best.name.lang or _ui_lang
-    print_match(best.entry, lang, best.name.text, best.score)
+    print_match(best.entry, lang, best.name.text, best.score, best.where)
     others = [c for c in found[1:] if c.score >= SUGGEST_THRESHOLD]
     if others:
         out(_("Other candidates:"))
         for c in others:
-            out(f"  {c.score:5.1f}  {c.slug}  ({c.name.text}, {c.name.lang or 'slug'})")
+            out(candidate_line(c))
     return 0
+
+
+def where_label(field: str) -> str:
+    """Where a lookup matched (:data:`glossary.lookup.FIELDS`), in the UI language."""
+    labels = {
+        "term": _("term"),
+        "alias": _("alias"),
+        "slug": _("slug"),
+        "library": _("library"),
+        "method": _("method"),
+        "source": _("source"),
+        "definition": _("definition"),
+        "note": _("accuracy note"),
+        "explanation": _("explanation"),
+    }
+    return labels.get(field, field)
+
+
+def candidate_line(c: Any) -> str:
+    """One candidate: score, slug, and what matched where (in which language)."""
+    lang = f", {c.name.lang}" if c.name.lang else ""
+    return f"  {c.score:5.1f}  {c.slug}  ({echo(c.name.text, 80)}: {where_label(c.where)}{lang})"
 
 
 _language_names: dict[str, dict[str, str]] | None = None
@@ -360,10 +386,13 @@ def _use_language_names(value: str | None) -> None:
             _language_names = names
 
 
-def print_match(entry: Entry, lang: str, matched: str, score: float) -> None:
+def print_match(entry: Entry, lang: str, matched: str, score: float, where: str) -> None:
     category = CATEGORIES[entry.category].get(_ui_lang, entry.category)
     out(f"{entry.slug}  ({kind_label(entry.kind)}, {category})")
-    out(_("Matched %(name)s (score %(score).0f)") % {"name": echo(matched, 200), "score": score})
+    out(
+        _("Matched %(name)s in the %(field)s (score %(score).0f)")
+        % {"name": echo(matched, 200), "field": where_label(where), "score": score}
+    )
     width = max(len(lang_label(code)) for code in LANGS) + 1
     for code in LANGS:
         out(f"  {(lang_label(code) + ':').ljust(width)} {entry.term(code)}")
@@ -385,6 +414,8 @@ def lookup_json(query: str, found: list[Any], decision: Any, args: argparse.Name
             "score": round(c.score, 1),
             "matched": c.name.text,
             "matched_lang": c.name.lang or None,
+            "matched_field": c.where,
+            "tier": c.tier,
             "terms": {code: c.term(code) for code in LANGS},
         }
         for c in found

@@ -58,7 +58,7 @@ try:  # the BLAKE2 extension alone; ``hashlib`` would also load OpenSSL (a few m
 except ImportError:  # pragma: no cover - other Python implementations
     from hashlib import blake2b
 
-FORMAT = 3
+FORMAT = 4
 SHIPPED_NAME = "_index.sqlite3"
 CODE_DIR = Path(__file__).resolve().parent
 
@@ -122,6 +122,7 @@ def content_digest(stamps: list[FileStamp]) -> str:
 
 
 CODE_FILES = (
+    "fields.py",
     "index.py",
     "i18n.py",
     "links.py",
@@ -130,6 +131,7 @@ CODE_FILES = (
     "normalize.py",
     "plainyaml.py",
     "schema.py",
+    "textsearch.py",
 )
 """The modules whose code decides what an index holds: how entries are parsed, validated and
 built, how names are normalized, how the index is written. (The scoring in ``lookup.py`` runs
@@ -197,22 +199,6 @@ def trigrams(key: str) -> set[str]:
     return {padded[i : i + 3] for i in range(len(padded) - 2)}
 
 
-def _names_rows(glossary: Any) -> list[tuple[str, str, str, str, int]]:
-    from .normalize import normalize
-    from .schema import LANGS
-
-    rows = []
-    for entry in glossary:
-        for lang in LANGS:
-            for i, name in enumerate(entry.lang[lang].names):
-                key = normalize(name)
-                if key:
-                    rows.append((key, name, entry.slug, lang, int(i == 0)))
-        rows.append((normalize(entry.slug), entry.slug, entry.slug, "", 0))
-    rows.sort(key=lambda r: (len(r[0]), r[0], r[2], r[3]))
-    return rows
-
-
 def _language_names() -> dict[str, dict[str, str]] | None:
     try:
         from .i18n import _project_names
@@ -222,26 +208,73 @@ def _language_names() -> dict[str, dict[str, str]] | None:
         return None
 
 
+_SCHEMA = """
+DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS entries;
+DROP TABLE IF EXISTS names; DROP TABLE IF EXISTS grams; DROP TABLE IF EXISTS gram_counts;
+DROP TABLE IF EXISTS idents; DROP TABLE IF EXISTS ident_grams;
+DROP TABLE IF EXISTS ident_gram_counts; DROP TABLE IF EXISTS docs;
+DROP TABLE IF EXISTS postings; DROP TABLE IF EXISTS stems;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (name TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER,
+                    ctime_ns INTEGER, ino INTEGER, digest TEXT);
+CREATE TABLE entries (slug TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE names (id INTEGER PRIMARY KEY, key TEXT NOT NULL, text TEXT NOT NULL,
+                    slug TEXT NOT NULL, lang TEXT NOT NULL, is_term INTEGER NOT NULL);
+CREATE TABLE grams (gram TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (gram, id))
+    WITHOUT ROWID;
+CREATE TABLE gram_counts (gram TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE idents (id INTEGER PRIMARY KEY, key TEXT NOT NULL, text TEXT NOT NULL,
+                     slug TEXT NOT NULL, field TEXT NOT NULL, weight REAL NOT NULL);
+CREATE INDEX idents_key ON idents (key);
+CREATE TABLE ident_grams (gram TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (gram, id))
+    WITHOUT ROWID;
+CREATE TABLE ident_gram_counts (gram TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE docs (id INTEGER PRIMARY KEY, slug TEXT NOT NULL, lang TEXT NOT NULL,
+                   field TEXT NOT NULL, length INTEGER NOT NULL);
+CREATE INDEX docs_slug ON docs (slug, lang);
+CREATE TABLE postings (lang TEXT NOT NULL, stem TEXT NOT NULL, doc INTEGER NOT NULL,
+                       positions TEXT NOT NULL, PRIMARY KEY (lang, stem, doc)) WITHOUT ROWID;
+CREATE TABLE stems (lang TEXT NOT NULL, stem TEXT NOT NULL, df INTEGER NOT NULL,
+                    PRIMARY KEY (lang, stem)) WITHOUT ROWID;
+"""
+
+
+def _write_grams(conn: sqlite3.Connection, prefix: str, keys: list[str]) -> None:
+    """The trigram postings of ``keys`` (row ids count from 1) and each trigram's count."""
+    conn.executemany(
+        f"INSERT OR IGNORE INTO {prefix}grams VALUES (?, ?)",
+        [(g, i) for i, key in enumerate(keys, 1) for g in trigrams(key)],
+    )
+    conn.execute(
+        f"INSERT INTO {prefix}gram_counts SELECT gram, COUNT(*) FROM {prefix}grams GROUP BY gram"
+    )
+
+
+def _write_texts(conn: sqlite3.Connection, glossary: Any) -> dict[str, list[float]]:
+    """The stemmed postings of every text (:mod:`glossary.textsearch`); returns, per language,
+    the number of documents and their average length."""
+    from .fields import text_docs
+    from .textsearch import document_terms
+
+    docs, postings, lengths = [], [], {}
+    for doc, (slug, lang, field, text) in enumerate(text_docs(glossary)):
+        terms, length = document_terms(lang, text)
+        docs.append((doc, slug, lang, field, length))
+        lengths.setdefault(lang, []).append(length)
+        for stem, positions in terms.items():
+            postings.append((lang, stem, doc, " ".join(map(str, positions))))
+    conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", docs)
+    conn.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)", postings)
+    conn.execute("INSERT INTO stems SELECT lang, stem, COUNT(*) FROM postings GROUP BY lang, stem")
+    return {lang: [len(v), max(1.0, sum(v) / len(v))] for lang, v in lengths.items()}
+
+
 def compile_into(conn: sqlite3.Connection, glossary: Any, stamps: list[FileStamp]) -> None:
     """Write the index of ``glossary`` (compiled from the files ``stamps``) into ``conn``."""
+    from .fields import ident_rows, name_rows
     from .loader import _raw
 
-    conn.executescript(
-        """
-        DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS files;
-        DROP TABLE IF EXISTS names; DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS grams;
-        DROP TABLE IF EXISTS gram_counts;
-        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE files (name TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER,
-                            ctime_ns INTEGER, ino INTEGER, digest TEXT);
-        CREATE TABLE names (id INTEGER PRIMARY KEY, key TEXT NOT NULL, text TEXT NOT NULL,
-                            slug TEXT NOT NULL, lang TEXT NOT NULL, is_term INTEGER NOT NULL);
-        CREATE TABLE entries (slug TEXT PRIMARY KEY, data TEXT NOT NULL);
-        CREATE TABLE grams (gram TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (gram, id))
-            WITHOUT ROWID;
-        CREATE TABLE gram_counts (gram TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
-        """
-    )
+    conn.executescript(_SCHEMA)
     meta = {
         "format": str(FORMAT),
         "code": code_digest(),
@@ -253,21 +286,24 @@ def compile_into(conn: sqlite3.Connection, glossary: Any, stamps: list[FileStamp
     names = _language_names()
     if names:
         meta["language_names"] = json.dumps(names, ensure_ascii=False)
+    meta["text_stats"] = json.dumps(_write_texts(conn, glossary))
     conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
     conn.executemany(
         "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
         [(s.name, s.size, s.mtime_ns, s.ctime_ns, s.ino, s.digest) for s in stamps],
     )
-    rows = _names_rows(glossary)
+    rows = name_rows(glossary)
     conn.executemany(
         "INSERT INTO names (id, key, text, slug, lang, is_term) VALUES (?, ?, ?, ?, ?, ?)",
         [(i, *row) for i, row in enumerate(rows, 1)],
     )
+    _write_grams(conn, "", [r[0] for r in rows])
+    idents = ident_rows(glossary)
     conn.executemany(
-        "INSERT OR IGNORE INTO grams VALUES (?, ?)",
-        [(g, i) for i, row in enumerate(rows, 1) for g in trigrams(row[0])],
+        "INSERT INTO idents (id, key, text, slug, field, weight) VALUES (?, ?, ?, ?, ?, ?)",
+        [(i, *row) for i, row in enumerate(idents, 1)],
     )
-    conn.execute("INSERT INTO gram_counts SELECT gram, COUNT(*) FROM grams GROUP BY gram")
+    _write_grams(conn, "ident_", [r[0] for r in idents])
     conn.executemany(
         "INSERT INTO entries VALUES (?, ?)",
         [(e.slug, json.dumps(_raw(e), ensure_ascii=False)) for e in glossary],

@@ -7,8 +7,9 @@ Usage::
 For each size factor k, a temporary folder gets the real entries plus k-1 generated variants of
 each one: slug ``<slug>-v<i>``, every term and alias with a made-up word appended (names stay
 unique per language, as the validator demands), related links and ``one_way`` marks mapped to
-the same variant, text and sources unchanged. Then, in fresh processes (``python -m
-glossary.cli --entries DIR``), it reports medians over ``-n`` runs of:
+the same variant, text and sources unchanged; a technique's variant is a concept without a
+``reference`` (the technique registry gives each package to one slug only). Then, in fresh
+processes (``python -m glossary.cli --entries DIR``), it reports medians over ``-n`` runs of:
 
 * ``index``: compiling the folder's shipped index (``python -m glossary.index DIR``, once), as
   the wheel build does;
@@ -70,6 +71,9 @@ def variant(data: dict, i: int) -> dict:
         return f"{s}-v{i}"
 
     data["slug"] = slug(data["slug"])
+    if data.get("reference"):  # only the registered slug may name a technique's package
+        data["kind"] = "concept"
+        del data["reference"]
     data["related"] = [slug(s) for s in data.get("related", [])]
     if data.get("one_way"):
         data["one_way"] = [slug(s) for s in data["one_way"]]

@@ -38,7 +38,7 @@ def test_lookup_exact_alias_shows_all_languages(capsys: pytest.CaptureFixture[st
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0] == "pruning  (technique, Compression)"
-    assert lines[1] == "Matched 'poda estructurada' (score 100)"
+    assert lines[1] == "Matched 'poda estructurada' in the alias (score 100)"
     assert "  Spanish: Poda de Red" in lines
     assert "  Russian: Обрезка сети" in lines
     assert "  English: Network Pruning" in lines
@@ -100,6 +100,22 @@ def test_lookup_json_implementation(capsys: pytest.CaptureFixture[str]) -> None:
         "command": "python -m reference.pruning",
     }
     assert match["note"] == "Only structured pruning reduces latency."
+
+
+def test_lookup_says_where_it_matched(capsys: pytest.CaptureFixture[str]) -> None:
+    """A library's API (tier 2) and a phrase of a definition (tier 3), in text and JSON."""
+    code, out, _ = run(capsys, *E, "lookup", "EMAModel")
+    assert code == 0 and out.startswith("ema  ")
+    assert out.splitlines()[1] == "Matched 'EMAModel' in the library (score 100)"
+    code, out, _ = run(capsys, *E, "--ui-lang", "es", "lookup", "EMAModel")
+    assert code == 0 and "(campo: biblioteca; puntuación 100)" in out.splitlines()[1]
+    code, out, _ = run(capsys, *E, "lookup", "unimportant channels", "--json")
+    match = json.loads(out)["match"]
+    assert code == 0 and match["slug"] == "pruning"
+    assert match["matched_field"] == "definition" and match["tier"] == 3
+    assert match["matched_lang"] == "en" and "unimportant weights or channels" in match["matched"]
+    code, out, _ = run(capsys, *E, "--ui-lang", "ru", "lookup", "unimportant channels")
+    assert code == 0 and "(поле: определение; оценка" in out.splitlines()[1]
 
 
 def test_lookup_no_match_exits_1_with_suggestions(capsys: pytest.CaptureFixture[str]) -> None:

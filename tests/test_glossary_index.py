@@ -84,16 +84,21 @@ def test_off_topic_query_is_no_match(capsys: pytest.CaptureFixture[str], tmp_pat
     assert decide(open_index(d).search("chocolate cake")).kind == "none"
 
 
-def test_lookup_from_the_index_imports_no_yaml(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("query", "allowed"),
+    [("poda", []), ("unimportant channels", ["Stemmer"])],  # a name; a phrase of a text
+)
+def test_lookup_from_the_index_imports_no_yaml(tmp_path: Path, query: str, allowed: list) -> None:
+    """Only a query that reaches the texts loads the stemmer; none loads YAML, Babel or torch."""
     d = copy_valid(tmp_path)
     index.compile_shipped(d)
     code = (
         "import sys, io, contextlib\n"
         "from glossary.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main(['--entries', {str(d)!r}, 'lookup', 'poda'])\n"
+        f"    assert main(['--entries', {str(d)!r}, 'lookup', {query!r}]) == 0\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('torch', 'numpy', 'diffusers', 'yaml', 'icu', 'babel')))\n"
+        "('torch', 'numpy', 'diffusers', 'yaml', 'icu', 'babel', 'Stemmer')))\n"
     )
     env = dict(os.environ, GLOSSARY_CACHE="0")
     result = subprocess.run(
@@ -105,7 +110,22 @@ def test_lookup_from_the_index_imports_no_yaml(tmp_path: Path) -> None:
         timeout=60,
         check=True,
     )
-    assert json.loads(result.stdout.replace("'", '"')) == []
+    assert json.loads(result.stdout.replace("'", '"')) == allowed
+
+
+def test_index_holds_identifiers_and_texts(tmp_path: Path) -> None:
+    """The compiled index answers the second and third tiers as the in-memory one does."""
+    from glossary.loader import load_glossary
+    from glossary.lookup import Index
+
+    d = copy_valid(tmp_path)
+    compiled, memory = open_index(d), Index(load_glossary(d))
+    for query in ("EMAModel", "Structural Pruning", "unimportant channels", "сокращает время"):
+        a, b = compiled.search(query, limit=3), memory.search(query, limit=3)
+        assert [(c.slug, c.where, round(c.score, 6)) for c in a] == [
+            (c.slug, c.where, round(c.score, 6)) for c in b
+        ], query
+        assert a[0].name.text == b[0].name.text
 
 
 def test_reinstalled_files_are_digested_once(

@@ -22,14 +22,14 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from glossary_support import VALID, datasets, private_cache
+from glossary_support import REAL, VALID, copy_valid, datasets, edit, private_cache
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from glossary import cli
 from glossary.loader import load_glossary
-from glossary.lookup import MATCH_THRESHOLD, MAX_QUERY_CHARS, Index, resolve
-from glossary.normalize import normalize
+from glossary.lookup import MATCH_THRESHOLD, MAX_QUERY_CHARS, Index, decide, resolve
+from glossary.normalize import normalize, transliterations
 from glossary.schema import LANGS
 
 _cache = pytest.fixture(autouse=True, scope="module")(private_cache)
@@ -199,3 +199,109 @@ def test_one_typo_still_finds_the_entry(directory: Path) -> None:
         assert first(directory, query, lang) == slug, (slug, lang, name, query)
 
     prop()
+
+
+# --- tiers: identifiers and texts -------------------------------------------------------------
+
+
+def edited_index(tmp_path: Path, slug: str, old: str, new: str) -> Index:
+    d = copy_valid(tmp_path)
+    edit(d, slug, old, new)
+    return Index(load_glossary(d))
+
+
+def test_library_and_source_names_are_found() -> None:
+    for query, slug, where in [
+        ("EMAModel", "ema", "library"),
+        ("torch.nn.utils.prune", "pruning", "library"),
+        ("DeepCache", "feature-caching", "alias"),  # also a method (its source's): names first
+        ("Structural Pruning for Diffusion Models", "pruning", "source"),
+        ("Acceleration of Stochastic Approximation by Averaging", "ema", "source"),
+    ]:
+        found = index_of(VALID).search(query)
+        assert decide(found).kind == "match", query
+        assert (found[0].slug, found[0].where) == (slug, where), query
+
+
+def test_a_method_only_mentioned_ranks_below_one_cited(tmp_path: Path) -> None:
+    index = edited_index(
+        tmp_path,
+        "pruning",
+        "      Test fixture.",
+        "      DepGraph groups coupled layers; the EMAModel of the weights is kept; W4A8 too.",
+    )
+    found = index.search("DepGraph")
+    assert (found[0].slug, found[0].tier, found[0].where) == ("pruning", 2, "method")
+    found = index.search("EMAModel")  # a library of ema, only mentioned by pruning
+    assert decide(found).best.slug == "ema"
+    assert [c.slug for c in found[:2]] == ["ema", "pruning"] and found[1].score < found[0].score
+    found = index.search("the W4A8 format")  # a code word inside a longer query
+    assert decide(found).best.slug == "pruning" and found[0].where == "method"
+
+
+def test_a_passage_of_the_texts_is_found_with_its_field() -> None:
+    for query, slug, lang, where in [
+        ("unimportant channels", "pruning", "en", "definition"),
+        ("canal poco importante", "pruning", "es", "definition"),  # stems and stop words
+        ("сокращает время вывода", "pruning", "ru", "note"),  # words in another order
+    ]:
+        found = index_of(VALID).search(query)
+        best = decide(found).best
+        assert best is not None, query
+        assert (best.slug, best.tier, best.name.lang, best.where) == (slug, 3, lang, where)
+
+
+def test_words_of_a_query_far_apart_in_a_text_are_no_match(tmp_path: Path) -> None:
+    far = "weights " + "and then some other words " * 6 + "latency"
+    index = edited_index(tmp_path, "pruning", "      Test fixture.", "      " + far)
+    assert decide(index.search("latency weights")).kind == "none"
+    near = "latency weights"  # the same two words together, in another entry
+    index = edited_index(
+        tmp_path / "2", "ema", "    explanation: Test fixture.", f"    explanation: {near}"
+    )
+    assert decide(index.search("latency weights")).best.slug == "ema"
+
+
+def test_text_search_folds_yo_and_accents_and_stems() -> None:
+    from glossary import textsearch
+
+    assert [w for *_, w in textsearch.words("Ёмкость, CUANTIZACIÓN")] == ["емкость", "cuantizacion"]
+    assert textsearch.query_terms("es", "las cuantizaciones") == textsearch.query_terms(
+        "es", "cuantización"
+    )
+    docs = textsearch.MemoryPostings([("a", "ru", "definition", "Ёмкость модели растёт")])
+    for query in ("емкость модели", "ёмкость моделей"):
+        terms = textsearch.query_terms("ru", query)
+        assert list(textsearch.bm25(docs, "ru", terms)) == [0], query
+
+
+def test_bm25_prefers_the_text_that_says_it_more() -> None:
+    from glossary import textsearch
+
+    docs = textsearch.MemoryPostings(
+        [
+            ("a", "en", "explanation", "routing tokens to experts " + "filler words " * 20),
+            ("b", "en", "explanation", "routing tokens: routing decides which expert runs"),
+            ("c", "en", "explanation", "nothing relevant here at all"),
+        ]
+    )
+    hits = textsearch.bm25(docs, "en", textsearch.query_terms("en", "routing"))
+    assert sorted(hits, key=lambda d: -hits[d][0]) == [1, 0]
+    assert all(0 < score <= 100 for score, _ in hits.values())
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("лора", "lora"), ("юнет", "yunet"), ("kvantovanie", "квантование"), ("ddim", "ддим")],
+)
+def test_transliterations(query: str, expected: str) -> None:
+    assert expected in transliterations(normalize(query))
+
+
+def test_names_tied_are_told_apart_by_their_texts_only_when_decisive() -> None:
+    real = index_of(REAL)
+    found = real.search("bajo rango")  # in the names of low-rank inference and LoRA alike
+    assert found[0].slug == "low-rank-inference" and found[0].support is not None
+    assert decide(found).kind == "match"
+    exact = index_of(VALID).search("DDIM")  # an exact name is never overruled
+    assert exact[0].exact and exact[0].support is None
