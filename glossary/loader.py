@@ -40,6 +40,9 @@ from typing import Any
 from . import cache, schema
 from .model import Entry, Glossary, LangText, Library, Reference, Source
 from .normalize import normalize
+from .problem import Problem
+from .problem import display as _display
+from .problem import shown as _shown
 
 ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
 REGISTRY_ENV = "GLOSSARY_REGISTRY"
@@ -56,31 +59,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(plainyaml, name)
     raise AttributeError(name)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with an entry file, with where it is and how to fix it.
-
-    Its parts hold no control characters or line breaks (they are escaped, ``\\n``), whatever
-    file name, key or value they quote, so that a problem always prints as one line.
-    """
-
-    path: str
-    line: int
-    field: str
-    message: str
-    hint: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("path", "field", "message", "hint"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                object.__setattr__(self, name, _shown(value))
-
-    def __str__(self) -> str:
-        text = f"{self.path}:{self.line}: {self.field}: {self.message}"
-        return f"{text} (hint: {self.hint})" if self.hint else text
 
 
 class GlossaryError(Exception):
@@ -202,13 +180,6 @@ def _kind(value: Any) -> str:
         float: "a number",
     }
     return names.get(type(value), type(value).__name__)
-
-
-def _shown(value: str) -> str:
-    """``value`` for a message: control characters escaped, so one problem is one line."""
-    if value.isprintable():
-        return value
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)
 
 
 def _ok(value: Any) -> bool:
@@ -414,13 +385,6 @@ class _Parsed:
     data: dict[str, Any]
     lines: dict[PathKey, int]
     clean: bool
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _read_file(path: Path, display: str) -> tuple[str | None, list[Problem]]:

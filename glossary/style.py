@@ -10,7 +10,7 @@ people type).
 
 :func:`uses` finds every use of a variant in the parsed entries (``term``, each alias,
 ``definition``, ``explanation`` and ``note`` of the sheet's language) and :func:`check` turns the
-uses that are not exempt into one :class:`glossary.loader.Problem` each: ``path:line:
+uses that are not exempt into one :class:`glossary.problem.Problem` each: ``path:line:
 lang.ru.explanation: 'переобучать' is a variant to avoid; write 'повторное обучение' (rule
 retraining) (hint: <reason>)``. Text quoted verbatim is not checked: inline code in backticks,
 anything inside quotation marks ("…", “…”, «…») and URLs. The user's seed terms and definitions
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import i18n, schema
+from .problem import Problem, display
 
 STYLE_DIR = Path(__file__).resolve().parent / "style"
 ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
@@ -106,10 +107,8 @@ def sheet_path(lang: str, directory: Path | None = None) -> Path:
     return (directory or STYLE_DIR) / f"{lang}.yaml"
 
 
-def _sheet_problem(path: Path, message: str) -> Any:
-    from .loader import Problem, _display
-
-    return Problem(_display(path), 1, "style", message)
+def _sheet_problem(path: Path, message: str) -> Problem:
+    return Problem(display(path), 1, "style", message)
 
 
 def load_sheet(lang: str, directory: Path | None = None) -> tuple[Sheet | None, list[Any]]:
@@ -387,10 +386,8 @@ def entry_uses(parsed: list[Any], sheets: tuple[Sheet, ...]) -> list[Use]:
     return out
 
 
-def problem(use: Use) -> Any:
+def problem(use: Use) -> Problem:
     """The validation problem of a flagged use."""
-    from .loader import Problem
-
     return Problem(
         use.path,
         use.line,
@@ -405,8 +402,6 @@ def concept_problems(parsed: list[Any], sheets: tuple[Sheet, ...]) -> list[Any]:
     """A rule's ``concept`` must be an entry whose term in the sheet's language starts the
     rule's ``preferred``: the entry's term is the preferred term of its concept. Checked when the
     parsed entries are the project's own (``glossary/entries``), which the sheets speak of."""
-    from .loader import Problem, _display
-
     own = ENTRIES_DIR.resolve()
     mine = [p for p in parsed if p.path.resolve().parent == own]
     if not mine:
@@ -432,7 +427,7 @@ def concept_problems(parsed: list[Any], sheets: tuple[Sheet, ...]) -> list[Any]:
                 ) % {"rule": rule.id, "slug": rule.concept, "term": term}
             else:
                 continue
-            out.append(Problem(_display(sheet.path), 1, "style", message))
+            out.append(Problem(display(sheet.path), 1, "style", message))
     return out
 
 

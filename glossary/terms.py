@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import schema, style
+from .problem import Problem, display
 
 PACKAGE = Path(__file__).resolve().parent
 LOCALE_DIR = PACKAGE / "locale"
@@ -70,8 +71,6 @@ def _shown_id(msgid: str) -> str:
 
 def catalog_uses(sheet: style.Sheet, files: Iterable[tuple[str, Path]]) -> list[style.Use]:
     """Every use of a variant of ``sheet`` in the catalogs ``files`` ((domain, path) pairs)."""
-    from .loader import _display
-
     out = []
     for domain, path in files:
         for line, msgid, text in messages(path, sheet.lang):
@@ -79,9 +78,7 @@ def catalog_uses(sheet: style.Sheet, files: Iterable[tuple[str, Path]]) -> list[
                 status = "allowed" if (domain, "msgstr") in rule.allow else "flagged"
                 where = f'msgstr "{_shown_id(msgid)}"'
                 out.append(
-                    style.Use(
-                        _display(path), line, where, domain, sheet.lang, rule, variant, status
-                    )
+                    style.Use(display(path), line, where, domain, sheet.lang, rule, variant, status)
                 )
     return out
 
@@ -140,8 +137,6 @@ def report(lang: str, directory: Path | None = None) -> tuple[list[Concept], lis
         return [], list(problems)
     folder = Path(directory) if directory is not None else ENTRIES_DIR
     if not folder.is_dir() or not entry_files(folder):
-        from .loader import Problem
-
         return [], [
             Problem(
                 str(folder),
