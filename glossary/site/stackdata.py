@@ -109,11 +109,13 @@ class StudyText(ResultText):
     """The study's words in one language, with the glossary term of each element.
 
     ``terms`` maps an element id to its entry's term in ``lang`` (``forecast`` -> "Método del
-    Acelerador"); :func:`name` puts the study's own name of the method after it.
+    Acelerador"); :func:`name` puts the study's own name of the method after it. Messages come
+    from the study's catalog, then the site's ``guide`` and ``results`` catalogs.
     """
 
     def __init__(self, lang: str, terms: Mapping[str, str] | None = None) -> None:
         super().__init__(SLUG, lang)
+        self.domains = (SLUG, "guide", "results")
         self.terms = dict(terms or {})
 
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 PARETO = "stacking-pareto"
 INTERACTION = "stacking-interaction"
-DOMAINS = (data.SLUG, "results")
+DOMAINS = (data.SLUG, "guide", "results")
 ORIGIN_STYLE = {  # Okabe-Ito colours and distinct shapes
     "baseline": ("s", "#666666"),
     "single": ("o", "#0072B2"),
@@ -52,6 +52,7 @@ CMAP = "PuOr"  # diverging, legible with colour-blindness: below 1 orange, above
 MIN_REACH = 1.25  # the colour scale spans at least 0.8-1.25, so small effects stay pale
 NO_DATA = "—"
 LEGEND_WIDTH = 20  # characters per line of a legend entry in two columns
+LEGEND_LINES = 6  # lines of a legend entry at most: a term and its method are never cut
 AXIS_WIDTH = 40  # characters per line of an axis label
 CROSS = "✗"
 
@@ -137,7 +138,7 @@ def _lines(ax: Axes, points: Sequence[ParetoPoint], front: Sequence[ParetoPoint]
 def _handle(label: str, width: int = LEGEND_WIDTH, **style: Any) -> Any:
     from matplotlib.lines import Line2D
 
-    return Line2D([], [], label=draw.plain(label, width, 3), **style)
+    return Line2D([], [], label=draw.plain(label, width, LEGEND_LINES), **style)
 
 
 def _pareto_legend(
@@ -175,7 +176,7 @@ def _draw_pareto(result: Result, text: ResultText, lang: str) -> bytes:
         draw.log_axis(ax, "y", [*ys, *([limit] if limit else [])])
         draw.locale_axis(ax.xaxis, lang, "×")
         draw.locale_axis(ax.yaxis, lang)
-        draw.title(fig, text.message("stacking.pareto-chart-title"))
+        draw.title(fig, text.message("stacking.pareto-speed-title"))
         ax.set_xlabel(draw.plain(text.message("plot.axis-speedup"), AXIS_WIDTH, 2))
         ax.set_ylabel(draw.plain(text.message("stacking.axis-quality"), AXIS_WIDTH, 2))
         _legend(fig, _pareto_legend(text, points, limit), 2)
@@ -199,7 +200,7 @@ def pareto_chart(result: Result, lang: str, terms: Mapping[str, str] | None = No
     if not points:
         return None
     steps = result["settings"].get("base_steps", 50)
-    caption = [text.message("stacking.pareto-caption", {"steps": steps})]
+    caption = [text.message("stacking.pareto-speed-caption", {"steps": steps})]
     front = frontier(result, points)
     if front:
         caption.append(
