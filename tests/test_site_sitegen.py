@@ -187,7 +187,7 @@ def test_benchmark_section_uses_locale_numbers_units_and_roles(ctx: context.Cont
     es = terms.term_page(ctx.glossary["feature-caching"], "es", ctx)
     assert "Latencia (ms)" in es and "Latency" not in es
     assert "DeepCache N=3 (rama 1), 50 pasos" in es and "referencia base" in es
-    assert "1,71" in es and "2,14" in es and "812,4 ± 12" in es and "[1,62–1,79]" in es
+    assert "1,71" in es and "2,14" in es and "812,4 ± 12" in es and span("1,62", "1,79") in es
     assert "cota analítica" in es and "no cumplido" in es
     assert "../../assets/results/feature-caching.png" in es
     assert "0123456789ab" in es and ".venv/bin/glossary bench feature-caching" in es
@@ -230,6 +230,11 @@ def test_a_z_index_buckets_and_collation(ctx: context.Context, lang: str) -> Non
         assert "Ё" not in letters and "Ёмкий DDIM" in page.split("## Е ")[1].split("\n## ")[0]
 
 
+def span(lo: str, hi: str) -> str:
+    """An interval as the site writes it: unbreakable (no-break space, word joiners)."""
+    return f"\u00a0[{lo}\u2060–\u2060{hi}]"
+
+
 def _compare_row(page: str, slug: str) -> list[str]:
     row = next(line for line in page.splitlines() if f'href="../terms/{slug}/"' in line)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
@@ -241,9 +246,13 @@ def _compare_row(page: str, slug: str) -> list[str]:
 def test_compare_page_lists_results_and_missing_techniques(ctx: context.Context) -> None:
     page = compare.compare_page("ru", ctx)
     cells = _compare_row(page, "feature-caching")
-    assert cells[2] == "1,71× · [1,62–1,79]" and cells[3] == "2,14× · аналитическая граница"
-    assert cells[4] == "1,08" and cells[5] == "1 достигнута · 1 не достигнута"
-    assert "контроль измерен" in cells[6]  # a control row, but no aim compares with it
+    joined = span("1,62", "1,79").strip()
+    assert cells[2] == f"1,71× · {joined}" and cells[3] == "2,14× · аналитическая граница"
+    metric = ResultText("feature-caching", "ru").metric("fd_digits")
+    assert cells[4] == f"1,08 · {metric}" and cells[5] == "—"  # no memory ratio measured
+    assert cells[6] == "1 достигнута · 1 не достигнута"
+    assert "контроль измерен" in cells[7]  # a control row, but no aim compares with it
+    assert "DeepCache N=3" in cells[0]  # the picked setting under the technique's term
     assert "terms/pruning.md" not in page.split("\n\n")[-1]  # pruning has a result file
     assert "terms/xss-probe.md" in page.split("\n\n")[-1]
 
@@ -258,11 +267,12 @@ def test_compare_table_has_its_columns_and_sort_keys(ctx: context.Context) -> No
         "Aceleración [intervalo del 95 %]",
         "Límite",
         "Cociente de calidad",
+        "Ahorro de memoria",
         "Objetivos",
         "Supera a su control de coste igualado",
         "Aviso",
     ]
-    assert [kind for kind, _label in columns] == ["text", "text"] + ["number"] * 6
+    assert [kind for kind, _label in columns] == ["text", "text"] + ["number"] * 7
     assert head.count('aria-sort="ascending"') == 1  # the initial order: by technique
     row = next(line for line in page.splitlines() if 'href="../terms/feature-caching/"' in line)
     sort_keys = re.findall(r'<td data-sort="([^"]*)"', row)
@@ -340,7 +350,7 @@ def test_result_without_headline_and_zero_target(ctx: context.Context) -> None:
         " | 0 | ≤ 0 | ✓ met |" in page
     )
     cells = _compare_row(compare.compare_page("en", ctx), "feature-caching")
-    assert cells[2:5] == ["—", "—", "—"] and cells[5] == "1 met" and cells[7] == "—"
+    assert cells[2:6] == ["—", "—", "—", "—"] and cells[6] == "1 met" and cells[8] == "—"
 
 
 def test_downloads_are_built_with_the_site_in_every_language(docs: Path) -> None:
@@ -502,6 +512,7 @@ def test_generated_pages_embed_a_chart_per_language(docs: Path) -> None:
     for lang in LANGS:
         folder = docs / "assets" / "results" / lang
         assert sorted(p.name for p in folder.iterdir()) == [
+            "compare-memory.svg",
             "compare-quality.svg",
             "compare-speedup.svg",
             "feature-caching.svg",

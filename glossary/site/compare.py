@@ -137,9 +137,11 @@ def table_row(entry: Entry, result: Result, lang: str, ctx: Context) -> str:
     term, category = html_attr(entry.term(lang)), html_attr(CATEGORIES[entry.category][lang])
     p = rule.pick(entry.slug, result, budgets(ctx)[0])
     name = f'<a href="{href}">{term}</a>'
-    if p is None:
-        empty = [_cell("—")] * 7
-        return "<tr>" + _cell(name, entry.term(lang)) + _cell(category) + "".join(empty) + "</tr>"
+    if p is None:  # no headline: nothing to pick, the aims still count
+        empty = _cell(number(None, lang), numeric=True) * 4
+        verdict = _cell(html_attr(text.message(f"site.control-{beats_control(result)}")))
+        head = _cell(name, entry.term(lang)) + _cell(category, CATEGORIES[entry.category][lang])
+        return f"<tr>{head}{empty}{_aims_cell(result, text)}{verdict}{_cell('—', 0)}</tr>"
     setting = html_attr(text.config(p.row["config"]))
     cells = [
         _cell(f'{name}<br><span class="gl-detail">{setting}</span>', entry.term(lang)),

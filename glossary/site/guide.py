@@ -248,6 +248,18 @@ def goal_section(goal: str, lang: str, ctx: Context) -> list[str]:
     return lines
 
 
+def _study_href(study: Result, row: stackdata.Row, ctx: Context) -> str:
+    """Where a row of the study is shown: a pair or stack's row of the stacking page, a single
+    technique's own page (the stacking page's short answer when it has none)."""
+    if stackdata.is_stack(row):
+        return f"stacking.md#{stackdata.anchor(row['id'])}"
+    element = next(iter(stackdata.members(row)), "")
+    slug = stackdata.element_slug(study, element)
+    if slug and slug not in stackdata.NO_TERM_PAGE and ctx.glossary.get(slug) is not None:
+        return f"terms/{slug}.md"
+    return "stacking.md#answer"
+
+
 def _study_line(study: Result, budget: float, lang: str, ctx: Context) -> str | None:
     """What the stacking study (one shared baseline) found fastest within ``budget``."""
     from glossary.site.stacking import study_text
@@ -261,8 +273,7 @@ def _study_line(study: Result, budget: float, lang: str, ctx: Context) -> str | 
     for found, key in ((best, "guide.study-stack"), (single, "guide.study-single")):
         if found is None:
             continue
-        shown, anchor = escape_text(stackdata.label(words, found)), stackdata.anchor(found["id"])
-        link = f"[{shown}](stacking.md#{anchor})"
+        link = f"[{escape_text(stackdata.label(words, found))}]({_study_href(study, found, ctx)})"
         params = {
             "name": link,
             "speedup": times(
