@@ -546,3 +546,173 @@ def test_committed_figures_get_their_caption_and_a_descriptive_alt(docs: Path) -
     assert f'alt="{text.message("site.alt-chart")}"' in figure
     caption = page.split('feature-caching.png"')[1].split("</figcaption>")[0]
     assert text.caption({"caption": "speed-and-quality"})[:30] in html.unescape(caption)
+
+
+# ------------------------------------------------------------------ ratios and the guide
+
+
+def test_ratios_have_one_precision_rule_and_never_break() -> None:
+    from glossary.site.formatting import GROUP, JOIN, NBSP, ratio, ratio_interval, times
+
+    assert [ratio(v, "es") for v in (1.7468, 1.6036, 0.77751, 17.85, 9.9996)] == [
+        "1,75",
+        "1,60",
+        "0,778",
+        "17,9",
+        "10,0",
+    ]
+    assert ratio(12517.3, "es") == f"12{GROUP}500"  # not "12.517", which reads as 12.5
+    assert "." not in ratio(12517.3, "es") and "," not in ratio(12517.3, "en")
+    assert ratio_interval([1.0, 1.0], "es") == "" and ratio_interval([0.9996, 1.0004], "ru") == ""
+    shown = times(1.7468, [1.6036, 1.8513], "es")
+    assert shown == f"1,75×{NBSP}[1,60{JOIN}–{JOIN}1,85]"
+    assert not re.search(r"\s", shown.replace(NBSP, ""))  # no place to break the line
+
+
+def _study_result(better: str = "lower") -> dict[str, Any]:
+    """A result with three settings of one method (speedups 26×, 18×, 10×; quality ratios 11,
+    4 and 1 to the baseline) and a matched-cost control of the 10× setting."""
+    metric = "psnr_vs_baseline" if better == "higher" else "fd_digits"
+
+    def row(rid: str, role: str, method: str, speedup: float, factor: float) -> dict[str, Any]:
+        values = [10.0, 11.0, 9.0, 10.5, 9.5]
+        seeds = [v * factor if better == "lower" else v / factor for v in values]
+        return {
+            "id": rid,
+            "config": {"method": method, "steps": 1},
+            "role": role,
+            "values": {"speedup": speedup, metric: sum(seeds) / 5},
+            "intervals": {"speedup": [speedup * 0.9, speedup * 1.1]},
+            "seeds": {metric: seeds},
+        }
+
+    return {
+        "slug": "consistency-latent-diffusion",
+        "metrics": {
+            "speedup": {"unit": "x", "better": "higher"},
+            metric: {"unit": "", "better": better},
+        },
+        "rows": [
+            row("base", "baseline", "ddim", 1.0, 1.0),
+            row("cm1", "technique", "consistency", 26.0, 11.0),
+            row("cm2", "technique", "consistency", 18.0, 4.0),
+            row("cm4", "technique", "consistency", 10.0, 1.0),
+            row("dpm4", "control", "dpm", 10.0, 2.0),
+        ],
+        "headline": {
+            "row": "cm2",
+            "speedup": 18.0,
+            "speedup_interval": [16.2, 19.8],
+            "speedup_limit": 25.0,
+            "limit_kind": "estimate",
+            "memory_ratio": None,
+            "quality_metric": metric,
+            "quality_ratio": 4.0,
+            "quality_interval": [3.5, 4.5],
+        },
+        "aims": [
+            {
+                "id": "beats-control",
+                "params": {"steps": 4},
+                "row": "cm4",
+                "against": "dpm4",
+                "comparison": "<",
+                "target": 1.0,
+                "measured": 0.5,
+                "interval": [0.4, 0.6],
+                "state": "met",
+            }
+        ],
+        "anomalies": [],
+    }
+
+
+@pytest.mark.parametrize("better", ["lower", "higher"])
+def test_the_stated_rule_picks_the_fastest_setting_within_the_budget(better: str) -> None:
+    from glossary.site import picks
+
+    result = _study_result(better)
+    p = picks.pick("consistency-latent-diffusion", result, 1.10)
+    assert p is not None and p.row["id"] == "cm4" and p.rule == "budget"  # not the 2-step one
+    assert p.speedup == 10.0 and p.speedup_interval == (9.0, 11.0)
+    assert p.quality is not None and p.quality.metric == result["headline"]["quality_metric"]
+    assert p.quality.ratio == pytest.approx(1.0) and p.quality.within(1.10)
+    assert p.limit is None  # the limit was stated for another setting (the headline's)
+    assert [c.row["id"] for c in p.controls] == ["dpm4"] and picks.control_verdict(p) == "yes"
+    assert picks.verdict(p, "fewer-steps") == ("use", [])
+    loose = picks.pick("consistency-latent-diffusion", result, 5.0)
+    assert loose is not None and loose.row["id"] == "cm2" and loose.limit is not None
+    none = picks.pick("consistency-latent-diffusion", result, 0.5)  # nothing within: headline
+    assert none is not None and none.row["id"] == "cm2" and none.rule == "headline"
+    call, why = picks.verdict(none, "fewer-steps", (0.5, 0.6))
+    assert call == "avoid" and why == ["quality"]
+
+
+def test_verdict_says_why_a_setting_is_not_recommended() -> None:
+    from dataclasses import replace
+
+    from glossary.site import picks
+
+    p = picks.pick("consistency-latent-diffusion", _study_result(), 1.10)
+    assert p is not None
+    slower = replace(p, speedup=0.8, speedup_interval=(0.7, 0.9))
+    assert picks.verdict(slower, "fewer-steps") == ("avoid", ["slower"])
+    unsure = replace(p, speedup_interval=(0.95, 1.3))
+    assert picks.verdict(unsure, "fewer-steps") == ("unsettled", ["no-faster"])
+    assert picks.verdict(replace(p, memory_ratio=3.9), "less-memory") == ("avoid", ["memory"])
+    assert picks.verdict(replace(p, memory_ratio=0.25), "less-memory") == ("use", [])
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_guide_page_is_generated_from_the_results(ctx: context.Context, lang: str) -> None:
+    from glossary.site import guide, picks
+    from glossary.site.formatting import ratio_with, times
+
+    page = guide.guide_page(lang, ctx)
+    text = ResultText("guide", lang)
+    assert page.startswith("# " + text.message("guide.title") + "\n")
+    anchors = re.findall(r"\{#([a-z0-9-]+)\}", page)
+    assert anchors[:3] == ["rule", "goals", "goal-fewer-steps"] and "budgets" in anchors
+    assert text.message("guide.toy-title") in page  # every fixture result is at toy scale
+    for slug in ("feature-caching", "pruning"):
+        entry, result = ctx.glossary[slug], ctx.results.by_slug[slug]
+        p = picks.pick(slug, result, guide.budgets(ctx)[0])
+        assert p is not None
+        assert f"[{markdown.escape_text(entry.term(lang))}](terms/{slug}.md)" in page
+        assert times(p.speedup, p.speedup_interval, lang) in page
+        if p.quality is not None:
+            assert ratio_with(p.quality.ratio, p.quality.interval, lang) in page
+            assert ResultText(slug, lang).metric(p.quality.metric) in page
+    study = ctx.results.composites.get("stacking")
+    if study is not None:
+        assert "stacking.md#stack-" in page  # the study's answer links to its row
+
+
+def test_guide_page_follows_the_result_files(ctx: context.Context) -> None:
+    from glossary.site import guide
+
+    before = guide.guide_page("en", ctx)
+    result = ctx.results.by_slug["feature-caching"]
+    result["headline"]["speedup"] = 3.21  # a regenerated result: the page changes with it
+    result["headline"]["quality_metric"] = "full_steps"  # a newly declared quality metric
+    after = guide.guide_page("en", ctx)
+    assert "3.21×" in after and "3.21×" not in before
+    assert ResultText("feature-caching", "en").metric("full_steps") in after
+
+
+def test_a_z_anchors_are_unique_and_the_russian_bar_puts_cyrillic_first(
+    ctx: context.Context,
+) -> None:
+    for lang in LANGS:
+        page = indexes.az_page(lang, ctx)
+        ids = re.findall(r"\{#([^}]+)\}", page)
+        assert len(ids) == len(set(ids)), lang
+        assert page.count("](#letter-u2026") <= 1  # one "…" bucket at most
+    page = indexes.az_page("ru", ctx)
+    bar = page.split("\n## ")[0]
+    lines = [line for line in bar.splitlines() if "](#letter-" in line]
+    scripts = [indexes.script(re.findall(r"\[([^\]]+)\]", line)[0]) for line in lines]
+    assert scripts[:2] == ["cyrillic", "latin"]  # each on its own line, Cyrillic first
+    for line, found in zip(lines, scripts, strict=True):
+        labels = re.findall(r"\[([^\]]+)\]\(#", line)
+        assert {indexes.script(label) for label in labels} == {found}

@@ -422,3 +422,63 @@ def test_a_row_with_inherited_quality_names_the_row_it_inherits_from(
     assert html.escape(said, quote=True) in rows["stack-compile-solver"]
     prefix = text.message("stacking.inherited", {"parent": "\x00"}).split("\x00")[0]
     assert html.escape(prefix, quote=True) not in rows["stack-forecast-solver"]
+
+
+# ----------------------------------------------------------------------- one name each
+
+
+def _allowed(entry: Any, lang: str) -> set[str]:
+    text = entry.text(lang)
+    return {text.term, *text.aliases}
+
+
+def _named(shown: str, entry: Any, lang: str) -> bool:
+    """Whether ``shown`` names ``entry`` by its term or an alias, with at most the specific
+    method after it in parentheses ("Método del Acelerador (predicción de pasos)")."""
+    shown = html.unescape(re.sub(r"<[^>]+>", "", shown)).replace("\\", "").strip()
+    term = entry.term(lang)
+    return shown in _allowed(entry, lang) or (shown.startswith(f"{term} (") and shown[-1] == ")")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_technique_is_named_by_its_entry_on_the_generated_pages(
+    ctx: context.Context, lang: str
+) -> None:
+    from glossary.site import compare, guide
+
+    pages = {
+        "compare": compare.compare_page(lang, ctx),
+        "stacking": stacking.stacking_page(lang, ctx),
+        "guide": guide.guide_page(lang, ctx),
+    }
+    checked = 0
+    for name, page in pages.items():
+        links = re.findall(r"\[([^\]]+)\]\((?:\.\./)?terms/([a-z0-9-]+)\.md\)", page)
+        links += [
+            (shown, slug)
+            for slug, shown in re.findall(r'<a href="[./]*terms/([a-z0-9-]+)/">(.*?)</a>', page)
+        ]
+        for shown, slug in links:
+            entry = ctx.glossary[slug]
+            if entry.is_technique:
+                assert _named(shown, entry, lang), (name, slug, shown)
+                checked += 1
+    assert checked >= 10
+    result = stacking.composite(ctx)
+    assert result is not None
+    words = stacking.study_text(lang, ctx)
+    for element in stackdata.elements(result):
+        slug = stackdata.element_slug(result, element)
+        entry = ctx.glossary.get(slug) if slug else None
+        shown = stackdata.name(words, element)
+        if entry is not None:  # the charts' keys and captions use the same names
+            assert shown.startswith(entry.term(lang)) and _named(shown, entry, lang), shown
+    for point in compare.chart_points(lang, ctx):
+        assert point.label == ctx.glossary[point.key].term(lang)
+
+
+def test_a_name_that_is_not_the_entry_s_fails_the_check(ctx: context.Context) -> None:
+    entry = ctx.glossary["accelerate-method"]
+    assert _named("Método del Acelerador (predicción de pasos)", entry, "es")
+    assert not _named("predicción de pasos (Método del Acelerador)", entry, "es")
+    assert not _named("Acelerador", entry, "es")
