@@ -5,8 +5,8 @@ page states it), the charts drawn at build time (:mod:`glossary.site.compareplot
 against speedup, speedups, memory savings) and one table with a row per technique: its term and
 picked setting, category, speedup [95% interval], its limit (analytic bound or estimate, for the
 benchmark's own headline setting), quality ratio on the metric the result declares, memory
-saving, the states of its aims, whether it beat its matched-cost control and a flag where the
-speedup is above its limit. The table is plain HTML that works without
+saving, the states of its aims and whether it beat its matched-cost control; a speedup above its
+limit is flagged in its own cell. The table is plain HTML that works without
 JavaScript; ``assets/javascripts/sortable-table.js`` turns each header with a ``data-sort-type``
 into a sort button (``aria-sort`` on the sorted header) and sorts by each cell's ``data-sort``.
 
@@ -76,11 +76,17 @@ def _two_lines(value: str, detail: str) -> str:
     return f'{html_attr(value)}<br><span class="gl-detail">{html_attr(detail)}</span>'
 
 
-def _speed_cell(p: rule.Pick, lang: str) -> str:
+def _speed_cell(result: Result, p: rule.Pick, text: ResultText, lang: str) -> str:
+    """The speedup, its interval and, below them, a flag where it is above its limit."""
     if p.speedup is None:
         return _cell(number(None, lang), numeric=True)
     detail = ratio_interval(p.speedup_interval, lang).strip()
-    return _cell(_two_lines(ratio(p.speedup, lang) + "×", detail), p.speedup, numeric=True)
+    shown = _two_lines(ratio(p.speedup, lang) + "×", detail)
+    found = flag(result) if p.limit is not None else None
+    if found is not None:
+        said = html_attr(text.message(f"site.flag-{found}"))
+        shown += f'<br><span class="gl-detail" data-flag="{found}">{said}</span>'
+    return _cell(shown, p.speedup, numeric=True)
 
 
 def _limit_cell(p: rule.Pick, text: ResultText, lang: str) -> str:
@@ -122,14 +128,6 @@ def _verdict_cell(result: Result, p: rule.Pick, text: ResultText) -> str:
     return _cell(f'<span data-verdict="{verdict}">{shown}</span>', VERDICT_RANK[verdict])
 
 
-def _flag_cell(result: Result, p: rule.Pick, text: ResultText) -> str:
-    found = flag(result) if p.limit is not None else None
-    if found is None:
-        return _cell("—", 0)
-    shown = html_attr(text.message(f"site.flag-{found}"))
-    return _cell(f'<span data-flag="{found}">{shown}</span>', 2 if found == "anomaly" else 1)
-
-
 def table_row(entry: Entry, result: Result, lang: str, ctx: Context) -> str:
     """One ``<tr>`` of the comparison table (a result without a headline: its name only)."""
     text = ResultText(entry.slug, lang)
@@ -141,18 +139,17 @@ def table_row(entry: Entry, result: Result, lang: str, ctx: Context) -> str:
         empty = _cell(number(None, lang), numeric=True) * 4
         verdict = _cell(html_attr(text.message(f"site.control-{beats_control(result)}")))
         head = _cell(name, entry.term(lang)) + _cell(category, CATEGORIES[entry.category][lang])
-        return f"<tr>{head}{empty}{_aims_cell(result, text)}{verdict}{_cell('—', 0)}</tr>"
+        return f"<tr>{head}{empty}{_aims_cell(result, text)}{verdict}</tr>"
     setting = html_attr(text.config(p.row["config"]))
     cells = [
         _cell(f'{name}<br><span class="gl-detail">{setting}</span>', entry.term(lang)),
         _cell(category, CATEGORIES[entry.category][lang]),
-        _speed_cell(p, lang),
+        _speed_cell(result, p, text, lang),
         _limit_cell(p, text, lang),
         _quality_cell(p, lang),
         _memory_cell(p, lang),
         _aims_cell(result, text),
         _verdict_cell(result, p, text),
-        _flag_cell(result, p, text),
     ]
     return "<tr>" + "".join(cells) + "</tr>"
 
@@ -216,7 +213,6 @@ def table_head(lang: str, _: Translate) -> str:
         (ResultText("guide", lang).message("compare.memory"), "number"),
         (text.message("site.aims"), "number"),
         (text.message("site.beats-control"), "number"),
-        (text.message("site.flag"), "number"),
     ]
     cells = []
     for i, (label, kind) in enumerate(columns):

@@ -16,6 +16,7 @@ import io
 import math
 from collections.abc import Sequence
 from contextlib import contextmanager
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from glossary.resulttext import format_number
@@ -110,8 +111,11 @@ def to_svg(fig: Figure) -> bytes:
 
 
 def _outside(box: Bbox, frame: Bbox) -> bool:
-    return box.x0 < frame.x0 - 0.5 or box.x1 > frame.x1 + 0.5 or box.y0 < frame.y0 - 0.5 or (
-        box.y1 > frame.y1 + 0.5
+    return (
+        box.x0 < frame.x0 - 0.5
+        or box.x1 > frame.x1 + 0.5
+        or box.y0 < frame.y0 - 0.5
+        or (box.y1 > frame.y1 + 0.5)
     )
 
 
@@ -131,7 +135,7 @@ def _rewrap(text: Any) -> bool:
 def _crowded(labels: list[Any], renderer: Any) -> bool:
     """Whether two tick labels of one axis touch (they are in tick order)."""
     boxes = [t.get_window_extent(renderer) for t in labels if t.get_visible() and t.get_text()]
-    return any(a.padded(1).overlaps(b.padded(1)) for a, b in zip(boxes, boxes[1:], strict=False))
+    return any(a.padded(1).overlaps(b.padded(1)) for a, b in pairwise(boxes))
 
 
 def fit(fig: Figure) -> None:
@@ -149,7 +153,7 @@ def fit(fig: Figure) -> None:
         for ax in fig.axes:
             titles += [ax.xaxis.label, ax.yaxis.label]
             for axis in (ax.xaxis, ax.yaxis):
-                ticks = [t for t in axis.get_majorticklocs()]
+                ticks = list(axis.get_majorticklocs())
                 if len(ticks) > 2 and _crowded(axis.get_ticklabels(), renderer):
                     axis.set_major_locator(FixedLocator(ticks[::2]))
                     changed = True
