@@ -247,12 +247,12 @@ def test_compare_page_lists_results_and_missing_techniques(ctx: context.Context)
     page = compare.compare_page("ru", ctx)
     cells = _compare_row(page, "feature-caching")
     joined = span("1,62", "1,79").strip()
-    assert cells[2] == f"1,71× · {joined}" and cells[3] == "2,14× · аналитическая граница"
+    assert cells[1] == f"1,71× · {joined}" and cells[2] == "2,14× · аналитическая граница"
     metric = ResultText("feature-caching", "ru").metric("fd_digits")
-    assert cells[4] == f"1,08 · {metric}" and cells[5] == "—"  # no memory ratio measured
-    assert cells[6] == "1 достигнута · 1 не достигнута"
-    assert "контроль измерен" in cells[7]  # a control row, but no aim compares with it
-    assert "DeepCache N=3" in cells[0]  # the picked setting under the technique's term
+    assert cells[3] == f"1,08 · {metric}" and cells[4] == "—"  # no memory ratio measured
+    assert cells[5] == "1 достигнута · 1 не достигнута"
+    assert "контроль измерен" in cells[6]  # a control row, but no aim compares with it
+    assert "Сэмплирование" in cells[0] or "DeepCache N=3" in cells[0]  # category, setting
     assert "terms/pruning.md" not in page.split("\n\n")[-1]  # pruning has a result file
     assert "terms/xss-probe.md" in page.split("\n\n")[-1]
 
@@ -263,7 +263,6 @@ def test_compare_table_has_its_columns_and_sort_keys(ctx: context.Context) -> No
     columns = re.findall(r'<th scope="col" data-sort-type="(\w+)"[^>]*>([^<]+)</th>', head)
     assert [label for _kind, label in columns] == [
         "Técnica",
-        "Categoría",
         "Aceleración [intervalo del 95 %]",
         "Límite",
         "Cociente de calidad",
@@ -271,11 +270,12 @@ def test_compare_table_has_its_columns_and_sort_keys(ctx: context.Context) -> No
         "Objetivos",
         "Supera a su control de coste igualado",
     ]
-    assert [kind for kind, _label in columns] == ["text", "text"] + ["number"] * 6
+    assert [kind for kind, _label in columns] == ["text"] + ["number"] * 6
     assert head.count('aria-sort="ascending"') == 1  # the initial order: by technique
     row = next(line for line in page.splitlines() if 'href="../terms/feature-caching/"' in line)
     sort_keys = re.findall(r'<td data-sort="([^"]*)"', row)
-    assert sort_keys[:5] == ["Caché de Características", "Muestreo", "1.71", "2.14", "1.08"]
+    assert sort_keys[:4] == ["Caché de Características", "1.71", "2.14", "1.08"]
+    assert "Muestreo · DeepCache N=3" in row  # the category and the picked setting
     assert "<table data-sortable>" in page and "Cómo leerla" in page
 
 
@@ -349,7 +349,7 @@ def test_result_without_headline_and_zero_target(ctx: context.Context) -> None:
         " | 0 | ≤ 0 | ✓ met |" in page
     )
     cells = _compare_row(compare.compare_page("en", ctx), "feature-caching")
-    assert cells[2:6] == ["—", "—", "—", "—"] and cells[6] == "1 met" and len(cells) == 8
+    assert cells[1:5] == ["—", "—", "—", "—"] and cells[5] == "1 met" and len(cells) == 7
 
 
 def test_downloads_are_built_with_the_site_in_every_language(docs: Path) -> None:
@@ -551,7 +551,7 @@ def test_committed_figures_get_their_caption_and_a_descriptive_alt(docs: Path) -
 
 
 def test_ratios_have_one_precision_rule_and_never_break() -> None:
-    from glossary.site.formatting import GROUP, JOIN, NBSP, ratio, ratio_interval, times
+    from glossary.site.formatting import GROUP, JOIN, NBSP, interval, ratio, ratio_interval, times
 
     assert [ratio(v, "es") for v in (1.7468, 1.6036, 0.77751, 17.85, 9.9996)] == [
         "1,75",
@@ -563,6 +563,7 @@ def test_ratios_have_one_precision_rule_and_never_break() -> None:
     assert ratio(12517.3, "es") == f"12{GROUP}500"  # not "12.517", which reads as 12.5
     assert "." not in ratio(12517.3, "es") and "," not in ratio(12517.3, "en")
     assert ratio_interval([1.0, 1.0], "es") == "" and ratio_interval([0.9996, 1.0004], "ru") == ""
+    assert interval([1, 1], "es") == ""  # a baseline against itself: no "[1–1]"
     shown = times(1.7468, [1.6036, 1.8513], "es")
     assert shown == f"1,75×{NBSP}[1,60{JOIN}–{JOIN}1,85]"
     assert not re.search(r"\s", shown.replace(NBSP, ""))  # no place to break the line
@@ -715,3 +716,25 @@ def test_a_z_anchors_are_unique_and_the_russian_bar_puts_cyrillic_first(
     for line, found in zip(lines, scripts, strict=True):
         labels = re.findall(r"\[([^\]]+)\]\(#", line)
         assert {indexes.script(label) for label in labels} == {found}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_comparison_charts_key_every_point_and_rank_memory_apart(
+    ctx: context.Context, lang: str
+) -> None:
+    from glossary.site.compareplots import compare_charts
+
+    points = compare.chart_points(lang, ctx)
+    assert [p.label for p in points] == [ctx.glossary[p.key].term(lang) for p in points]
+    charts = {c.name: c for c in compare_charts(points, lang, {"pruning"})}
+    assert sorted(charts) == ["compare-memory", "compare-quality", "compare-speedup"]
+    quality = charts["compare-quality"]
+    shown = [p for p in points if p.key != "pruning"]  # a memory technique: not ranked by speed
+    for i, point in enumerate(shown, 1):
+        assert f"{i} {point.label}" in quality.caption  # the caption keys each number
+    svg = quality.rendered().svg.decode("utf-8")
+    texts = [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+    assert {str(i) for i in range(1, len(shown) + 1)} <= set(texts)  # every point numbered
+    assert ctx.glossary["pruning"].term(lang) in charts["compare-speedup"].caption  # said where
+    memory = charts["compare-memory"].rendered().svg.decode("utf-8")
+    assert "×" in memory and charts["compare-memory"].caption

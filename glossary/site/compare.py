@@ -3,7 +3,8 @@
 A reading guide, the rule that picks each technique's setting (:mod:`glossary.site.picks`; the
 page states it), the charts drawn at build time (:mod:`glossary.site.compareplots`: quality
 against speedup, speedups, memory savings) and one table with a row per technique: its term and
-picked setting, category, speedup [95% interval], its limit (analytic bound or estimate, for the
+category and picked setting (one cell, so that the table fits a 1366 px window in Russian),
+speedup [95% interval], its limit (analytic bound or estimate, for the
 benchmark's own headline setting), quality ratio on the metric the result declares, memory
 saving, the states of its aims and whether it beat its matched-cost control; a speedup above its
 limit is flagged in its own cell. The table is plain HTML that works without
@@ -138,12 +139,11 @@ def table_row(entry: Entry, result: Result, lang: str, ctx: Context) -> str:
     if p is None:  # no headline: nothing to pick, the aims still count
         empty = _cell(number(None, lang), numeric=True) * 4
         verdict = _cell(html_attr(text.message(f"site.control-{beats_control(result)}")))
-        head = _cell(name, entry.term(lang)) + _cell(category, CATEGORIES[entry.category][lang])
+        head = _cell(f'{name}<br><span class="gl-detail">{category}</span>', entry.term(lang))
         return f"<tr>{head}{empty}{_aims_cell(result, text)}{verdict}</tr>"
     setting = html_attr(text.config(p.row["config"]))
     cells = [
-        _cell(f'{name}<br><span class="gl-detail">{setting}</span>', entry.term(lang)),
-        _cell(category, CATEGORIES[entry.category][lang]),
+        _cell(f'{name}<br><span class="gl-detail">{category} · {setting}</span>', entry.term(lang)),
         _speed_cell(result, p, text, lang),
         _limit_cell(p, text, lang),
         _quality_cell(p, lang),
@@ -206,7 +206,6 @@ def table_head(lang: str, _: Translate) -> str:
     text = ResultText("results", lang)
     columns = [
         (_("Technique"), "text"),
-        (text.message("site.category"), "text"),
         (text.message("site.speedup-interval"), "number"),
         (text.message("site.limit"), "number"),
         (text.message("site.quality-ratio"), "number"),

@@ -65,7 +65,7 @@ RC = {
 }
 _OFFSETS = tuple(  # label positions tried around a point, nearest first: dx, dy (points), ha, va
     (sx * dx, sy * dy, "left" if sx > 0 else "right", "bottom" if sy > 0 else "top")
-    for dx, dy in ((6, 5), (14, 14), (24, 24))
+    for dx, dy in ((6, 5), (14, 14), (24, 24), (36, 12), (12, 36), (48, 48))
     for sx, sy in ((1, 1), (1, -1), (-1, 1), (-1, -1))
 )
 
