@@ -661,6 +661,10 @@ def test_verdict_says_why_a_setting_is_not_recommended() -> None:
     assert picks.verdict(unsure, "fewer-steps") == ("unsettled", ["no-faster"])
     assert picks.verdict(replace(p, memory_ratio=3.9), "less-memory") == ("avoid", ["memory"])
     assert picks.verdict(replace(p, memory_ratio=0.25), "less-memory") == ("use", [])
+    worse = replace(
+        p, memory_ratio=0.25, quality=replace(p.quality, ratio=1.8, interval=(1.7, 1.9))
+    )
+    assert picks.verdict(worse, "less-memory") == ("avoid", ["quality"])  # a saving that costs
 
 
 @pytest.mark.parametrize("lang", LANGS)

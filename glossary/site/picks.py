@@ -237,18 +237,23 @@ Reason = Literal["slower", "no-faster", "quality", "quality-unsettled", "control
 def verdict(p: Pick, goal: str, budgets: tuple[float, ...] = BUDGETS) -> tuple[Call, list[Reason]]:
     """Whether the guide recommends the picked setting for ``goal``, and why not.
 
-    For ``less-memory``: use when it saves memory (a memory ratio below 1), avoid when it uses
-    more. For ``training``: use when its quality ratio is within the first budget. For the speed
-    goals: use when the whole speedup interval is above 1, the quality ratio (if measured) is
-    within the first budget and no matched-cost control beat it; avoid when the whole speedup
-    interval is below 1, the whole quality interval is outside the last budget, or every
-    control aim was missed; unsettled otherwise.
+    For ``less-memory``: use when it saves memory (a memory ratio below 1) with its quality
+    ratio (if measured) within the first budget; avoid when it uses more memory or its whole
+    quality interval is outside the last budget. For ``training``: use when its quality ratio is
+    within the first budget. For the speed goals: use when the whole speedup interval is above
+    1, the quality ratio (if measured) is within the first budget and no matched-cost control
+    beat it; avoid when the whole speedup interval is below 1, the whole quality interval is
+    outside the last budget, or every control aim was missed; unsettled otherwise.
     """
     reasons: list[Reason] = []
     if goal == "less-memory":
-        if p.memory_ratio is None:
-            return "unsettled", ["memory"]
-        return ("use", []) if p.memory_ratio < 1 else ("avoid", ["memory"])
+        if p.memory_ratio is None or p.memory_ratio >= 1:
+            return ("unsettled" if p.memory_ratio is None else "avoid"), ["memory"]
+        if p.quality is None or p.quality.within(budgets[0]):
+            return "use", []
+        if p.quality.clearly_outside(budgets[-1]):
+            return "avoid", ["quality"]
+        return "unsettled", ["quality-unsettled"]
     if goal == "training":
         if p.quality is None:
             return "unsettled", ["quality-unsettled"]
