@@ -417,7 +417,7 @@ _TEXT_BOXES = """() => {
     const y = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
     if (x > 1 && y > 1) overlapping.push([s, t]);
   }));
-  return {count: boxes.length, outside, overlapping};
+  return {count: boxes.length, outside, overlapping, texts: boxes.map(([s]) => s)};
 }"""
 _CHARTS = ("compare-quality", "compare-speedup", "compare-memory", "stacking-pareto")
 
@@ -431,3 +431,18 @@ def test_chart_texts_stay_inside_and_never_overlap(browser: Any, base_url: str, 
             found = tab.evaluate(_TEXT_BOXES)
             assert found["count"] >= 8, (lang, name)
             assert found["outside"] == [] and found["overlapping"] == [], (lang, name, found)
+            assert not [t for t in found["texts"] if t.rstrip().endswith("…")], (lang, name)
+
+
+def test_the_chart_text_check_sees_a_cut_and_an_overlap(browser: Any, base_url: str) -> None:
+    bad = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="100" height="40">'
+        '<text x="5" y="20">one label</text><text x="8" y="22">another</text>'
+        '<text x="80" y="30">cut at the edge</text></svg>'
+    )
+    with browser_support.context(browser, base_url) as ctx:
+        tab = ctx.new_page()
+        tab.set_content(bad)
+        found = tab.evaluate(_TEXT_BOXES)
+        assert found["outside"] == ["cut at the edge"]
+        assert ["one label", "another"] in found["overlapping"]

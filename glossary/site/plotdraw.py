@@ -47,6 +47,8 @@ MIN_FONT_PT = 9
 ROW_LABEL_WIDTH = 26
 MIN_WRAP = 14
 """The narrowest an axis title is wrapped to (characters per line) to fit in its figure."""
+TEXT_LINES = 8
+"""Lines a title or an axis title may take: enough that none is cut with "…"."""
 RC = {
     "svg.hashsalt": "diffusion-efficiency-glossary",
     "svg.fonttype": "none",
@@ -324,15 +326,15 @@ def rows_height(points: Sequence[Point]) -> float:
 
 
 def title(fig: Figure, text: str) -> None:
-    """The figure's title, wrapped to its width."""
-    fig.suptitle(plain(text, 44, 3), fontsize=11)
+    """The figure's title, wrapped to its width, never cut (:func:`fit` narrows it further)."""
+    fig.suptitle(plain(text, 44, TEXT_LINES), fontsize=11)
 
 
 def labels(ax: Axes, x: str, y: str = "") -> None:
-    """Axis labels, wrapped to fit beside the panel."""
-    ax.set_xlabel(plain(x, 46, 2))
+    """Axis labels, wrapped to fit beside the panel, never cut."""
+    ax.set_xlabel(plain(x, 46, TEXT_LINES))
     if y:
-        ax.set_ylabel(plain(y, 34, 3))
+        ax.set_ylabel(plain(y, 34, TEXT_LINES))
 
 
 def _box(ax: Axes, x: float, y: float) -> Bbox:
