@@ -60,9 +60,20 @@ def _fingerprint(docs_dir: Path, use_directory_urls: bool) -> tuple[Any, ...]:
     )
 
 
+def heading_ids(config: MkDocsConfig) -> None:
+    """Give headings ids in their own script: Python-Markdown's default slug drops every
+    non-ASCII letter, so a Russian heading became ``#_1``; pymdownx's slugify keeps Cyrillic and
+    accented letters ("как-пользоваться-сайтом", "qué-usar")."""
+    from pymdownx.slugs import slugify
+
+    toc = config.mdx_configs.setdefault("toc", {})
+    toc.setdefault("slugify", slugify(case="lower"))
+
+
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """Generate term, category, A-Z and comparison pages into the docs directory."""
+    """Generate term, category, A-Z, guide and comparison pages into the docs directory."""
     global _last_fingerprint
+    heading_ids(config)
     docs_dir = Path(config.docs_dir)
     fingerprint = _fingerprint(docs_dir, config.use_directory_urls)
     if fingerprint == _last_fingerprint:

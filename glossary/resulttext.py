@@ -10,6 +10,7 @@ Catalogs
 --------
 * the shared domain ``results`` (``glossary/locale/<lang>/LC_MESSAGES/results.po``): metric names,
   units, roles, aim states, anomalies and the notes every benchmark can use;
+* ``guide``, beside it: the words of the site's "What should I use?" page;
 * one domain per technique, named by its slug, beside its code
   (``reference/<package>/locale/<lang>/LC_MESSAGES/<slug>.po``): its configuration methods,
   custom metrics, aims, notes, figure captions and command-line options.
@@ -36,6 +37,8 @@ from typing import Any
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "reference"
 SHARED_DOMAIN = "results"
+SITE_DOMAINS = (SHARED_DOMAIN, "guide")
+"""Domains kept in ``glossary/locale`` (the shared one, and the guide page's own)."""
 LANGS = ("es", "ru", "en")
 MIN_GROUPING_DIGITS = {"es": 2, "ru": 1, "en": 1}
 """CLDR's ``minimumGroupingDigits`` (Babel does not apply it): Spanish writes 1318,5 but
@@ -45,8 +48,8 @@ PLACEHOLDER = re.compile(r"%\((?P<name>[a-z_][a-z0-9_]*)\)(?P<spec>\.\d+[fg]|[sd
 
 def catalog_path(domain: str, lang: str) -> Path:
     """The ``.po`` file of ``domain`` in ``lang`` (shared domain or a technique slug)."""
-    if domain == SHARED_DOMAIN:
-        return LOCALE_DIR / lang / "LC_MESSAGES" / f"{SHARED_DOMAIN}.po"
+    if domain in SITE_DOMAINS:
+        return LOCALE_DIR / lang / "LC_MESSAGES" / f"{domain}.po"
     package = domain.replace("-", "_")
     return REFERENCE_DIR / package / "locale" / lang / "LC_MESSAGES" / f"{domain}.po"
 

@@ -166,11 +166,12 @@ def problems() -> list[str]:
 
 
 def result_domains() -> list[str]:
-    """The shared ``results`` domain and one per registered technique."""
+    """The site's domains (``results``, ``guide``) and one per registered technique."""
     sys.path.insert(0, str(ROOT))
+    from glossary.resulttext import SITE_DOMAINS
     from reference.registry import slugs
 
-    return ["results", *slugs()]
+    return [*SITE_DOMAINS, *slugs()]
 
 
 def _placeholders(text: object) -> set[str]:

@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python scripts/screenshots.py             # build the site, shoot, write the PNGs
     .venv/bin/python scripts/screenshots.py --site site # shoot an existing build instead
+    .venv/bin/python scripts/screenshots.py --only guide # only the shots whose name starts so
 
 Builds the site from the repository (``mkdocs build --strict`` into a temporary folder, the
 committed results), serves it on 127.0.0.1 and takes each shot of :data:`SHOTS` at its window
@@ -54,6 +55,10 @@ SHOTS = (
     Shot("feature-caching-ru-1366", "ru", "ru/terms/feature-caching/#benchmark", DESKTOP),
     Shot("feature-caching-ru-390", "ru", "ru/terms/feature-caching/#benchmark", PHONE),
     Shot("compare-es-1366", "es", "es/compare/#charts", DESKTOP),
+    Shot("guide-es-1366", "es", "es/guide/#goal-fewer-steps", DESKTOP),
+    Shot("guide-es-390", "es", "es/guide/#goal-fewer-steps", PHONE),
+    Shot("guide-ru-1366", "ru", "ru/guide/#goal-fewer-steps", DESKTOP),
+    Shot("guide-ru-390", "ru", "ru/guide/#goal-fewer-steps", PHONE),
 )
 
 
@@ -123,10 +128,14 @@ def take(site: Path, shots: tuple[Shot, ...] = SHOTS) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--site", type=Path, help="an existing build to shoot (default: build)")
+    parser.add_argument("--only", default="", help="only the shots whose name starts with this")
     args = parser.parse_args(argv)
+    shots = tuple(shot for shot in SHOTS if shot.name.startswith(args.only))
+    if not shots:
+        parser.error(f"--only {args.only!r}: no shot's name starts so")
     with tempfile.TemporaryDirectory(prefix="screenshots-") as tmp:
         site = args.site or build_site(Path(tmp) / "site")
-        for path in take(site):
+        for path in take(site, shots):
             print(f"{path.relative_to(REPO)}  {path.stat().st_size // 1024} KiB")
     return 0
 

@@ -399,3 +399,50 @@ def test_tables_fit_at_1366_and_are_cards_on_a_phone(
                 assert fit["label"] not in ("none", "normal", '""'), (path, fit)
             else:
                 assert fit["display"] == "table-row", (path, fit)
+
+
+# Every text of a drawn chart, by its box in the browser: inside the SVG's box, and no two
+# texts overlapping by more than a pixel (labels, ticks, keys, titles, legends).
+_TEXT_BOXES = """() => {
+  const svg = document.querySelector("svg");
+  const frame = svg.getBoundingClientRect();
+  const boxes = [...svg.querySelectorAll("text")]
+    .map(t => [t.textContent, t.getBoundingClientRect()])
+    .filter(([s, r]) => s.trim() && r.width > 0);
+  const outside = boxes.filter(([s, r]) => r.left < frame.left - 0.5 || r.top < frame.top - 0.5
+    || r.right > frame.right + 0.5 || r.bottom > frame.bottom + 0.5).map(([s]) => s);
+  const overlapping = [];
+  boxes.forEach(([s, a], i) => boxes.slice(i + 1).forEach(([t, b]) => {
+    const x = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+    const y = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+    if (x > 1 && y > 1) overlapping.push([s, t]);
+  }));
+  return {count: boxes.length, outside, overlapping, texts: boxes.map(([s]) => s)};
+}"""
+_CHARTS = ("compare-quality", "compare-speedup", "compare-memory", "stacking-pareto")
+
+
+@pytest.mark.parametrize("lang", ["es", "ru"])
+def test_chart_texts_stay_inside_and_never_overlap(browser: Any, base_url: str, lang: str) -> None:
+    with browser_support.context(browser, base_url) as ctx:
+        tab = ctx.new_page()
+        for name in (*_CHARTS, "stacking-interaction"):
+            tab.goto(f"assets/results/{lang}/{name}.svg")
+            found = tab.evaluate(_TEXT_BOXES)
+            assert found["count"] >= 8, (lang, name)
+            assert found["outside"] == [] and found["overlapping"] == [], (lang, name, found)
+            assert not [t for t in found["texts"] if t.rstrip().endswith("…")], (lang, name)
+
+
+def test_the_chart_text_check_sees_a_cut_and_an_overlap(browser: Any, base_url: str) -> None:
+    bad = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="100" height="40">'
+        '<text x="5" y="20">one label</text><text x="8" y="22">another</text>'
+        '<text x="80" y="30">cut at the edge</text></svg>'
+    )
+    with browser_support.context(browser, base_url) as ctx:
+        tab = ctx.new_page()
+        tab.set_content(bad)
+        found = tab.evaluate(_TEXT_BOXES)
+        assert found["outside"] == ["cut at the edge"]
+        assert ["one label", "another"] in found["overlapping"]

@@ -1,16 +1,17 @@
 """A Spanish or Russian reader meets no untranslated English in the measured part of a page.
 
 Every text node of the benchmark section (from ``<h2 id="benchmark">`` to the next ``<h2>``) and of
-the stacks section (``<h2 id="stacks">``) of each es and ru technique page, of the compare and
-stacking pages and of every drawn chart (SVG ``<text>``) is read, outside ``<code>``, ``<pre>`` and
-elements marked ``lang="en"``. A node fails when it equals the English text of a catalog message
-(``results.po`` and each technique's catalog) that has no placeholders, or contains a static
-fragment (over 12 characters) of one that has placeholders.
+the stacks section (``<h2 id="stacks">``) of each es and ru technique page, of the compare,
+stacking and guide pages and of every drawn chart (SVG ``<text>``) is read, outside ``<code>``,
+``<pre>`` and elements marked ``lang="en"``. A node fails when it equals the English text of a
+catalog message (``results.po``, ``guide.po`` and each technique's catalog) that has no
+placeholders, or contains a static fragment (over 12 characters) of one that has placeholders.
 
 Two sources are read: the test build (the fixture results) and, rendered without MkDocs, the
 benchmark section and chart of every committed result in ``reference/results/`` (read only), so
 that a new technique's catalog is checked too; the committed stacking study, when there is one,
-is rendered the same way (its page and its two charts).
+is rendered the same way (its page and its two charts), and so are the guide and comparison
+pages with the comparison charts.
 
 A technique's display name in the stacking study's catalog (``element.<id>``) that its
 translation keeps as it is ("DeepCache", "torch.compile") is a proper name, not English.
@@ -54,7 +55,8 @@ _PLACEHOLDER = re.compile(r"%\([^)]*\)[-#0 +]*\d*(?:\.\d+)?[a-zA-Z%]|\{[a-z_]*\}
 @functools.cache
 def english_messages() -> tuple[dict[str, str], dict[str, str]]:
     """(whole texts, fragments): English text -> message id, over every result catalog."""
-    paths = [REPO / "glossary" / "locale" / "en" / "LC_MESSAGES" / "results.po"]
+    site = REPO / "glossary" / "locale" / "en" / "LC_MESSAGES"
+    paths = [site / "results.po", site / "guide.po"]
     paths += sorted(REPO.glob("reference/*/locale/en/LC_MESSAGES/*.po"))
     whole: dict[str, str] = {}
     fragments: dict[str, str] = {}
@@ -188,7 +190,7 @@ def test_no_english_in_the_built_benchmark_sections_and_charts(
         texts = text_nodes(markup, "benchmark") + text_nodes(markup, "stacks")
         found += [f"{page.relative_to(built.site)}: {t}" for t in english_in(lang, texts)]
     assert any('id="stacks"' in p.read_text(encoding="utf-8") for p in pages)
-    for name in ("compare", "stacking"):
+    for name in ("compare", "stacking", "guide"):
         texts = text_nodes(built.page(lang, name).read_text(encoding="utf-8"), None)
         found += [f"{lang}/{name}/: {t}" for t in english_in(lang, texts)]
     charts = sorted((built.site / "assets" / "results" / lang).glob("*.svg"))
@@ -257,6 +259,27 @@ def test_no_english_on_the_committed_stacking_page(lang: str) -> None:
     markup = _markup(stacking_page(lang, ctx))
     found = [f"{lang}/stacking/: {t}" for t in english_in(lang, text_nodes(markup, None))]
     for chart in stacking_charts(study, lang):
+        found += [f"{lang}/{chart.name}.svg: {t}" for t in english_in(lang, _svg_texts(chart))]
+        found += [f"{lang}/{chart.name} caption: {t}" for t in english_in(lang, [chart.caption])]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("lang", READER_LANGS)
+def test_no_english_on_the_committed_guide_and_comparison_pages(lang: str) -> None:
+    from glossary.loader import load_glossary, module_exists
+    from glossary.site.compare import chart_points, compare_page, memory_first
+    from glossary.site.compareplots import compare_charts
+    from glossary.site.context import Context
+    from glossary.site.guide import guide_page
+    from glossary.site.results import load_results
+
+    loaded = load_results(REPO / "reference" / "results", allow_nonstandard=True)
+    ctx = Context(glossary=load_glossary(), results=loaded, module_exists=module_exists)
+    found = []
+    for name, page in (("guide", guide_page(lang, ctx)), ("compare", compare_page(lang, ctx))):
+        texts = text_nodes(_markup(page), None)
+        found += [f"{lang}/{name}/: {t}" for t in english_in(lang, texts)]
+    for chart in compare_charts(chart_points(lang, ctx), lang, memory_first(ctx)):
         found += [f"{lang}/{chart.name}.svg: {t}" for t in english_in(lang, _svg_texts(chart))]
         found += [f"{lang}/{chart.name} caption: {t}" for t in english_in(lang, [chart.caption])]
     assert not found, "\n".join(found)

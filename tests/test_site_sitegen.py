@@ -187,7 +187,7 @@ def test_benchmark_section_uses_locale_numbers_units_and_roles(ctx: context.Cont
     es = terms.term_page(ctx.glossary["feature-caching"], "es", ctx)
     assert "Latencia (ms)" in es and "Latency" not in es
     assert "DeepCache N=3 (rama 1), 50 pasos" in es and "referencia base" in es
-    assert "1,71" in es and "2,14" in es and "812,4 ± 12" in es and "[1,62–1,79]" in es
+    assert "1,71" in es and "2,14" in es and "812,4 ± 12" in es and span("1,62", "1,79") in es
     assert "cota analítica" in es and "no cumplido" in es
     assert "../../assets/results/feature-caching.png" in es
     assert "0123456789ab" in es and ".venv/bin/glossary bench feature-caching" in es
@@ -230,6 +230,11 @@ def test_a_z_index_buckets_and_collation(ctx: context.Context, lang: str) -> Non
         assert "Ё" not in letters and "Ёмкий DDIM" in page.split("## Е ")[1].split("\n## ")[0]
 
 
+def span(lo: str, hi: str) -> str:
+    """An interval as the site writes it: unbreakable (no-break space, word joiners)."""
+    return f"\u00a0[{lo}\u2060–\u2060{hi}]"
+
+
 def _compare_row(page: str, slug: str) -> list[str]:
     row = next(line for line in page.splitlines() if f'href="../terms/{slug}/"' in line)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
@@ -241,9 +246,13 @@ def _compare_row(page: str, slug: str) -> list[str]:
 def test_compare_page_lists_results_and_missing_techniques(ctx: context.Context) -> None:
     page = compare.compare_page("ru", ctx)
     cells = _compare_row(page, "feature-caching")
-    assert cells[2] == "1,71× · [1,62–1,79]" and cells[3] == "2,14× · аналитическая граница"
-    assert cells[4] == "1,08" and cells[5] == "1 достигнута · 1 не достигнута"
+    joined = span("1,62", "1,79").strip()
+    assert cells[1] == f"1,71× · {joined}" and cells[2] == "2,14× · аналитическая граница"
+    metric = ResultText("feature-caching", "ru").metric("fd_digits")
+    assert cells[3] == f"1,08 · {metric}" and cells[4] == "—"  # no memory ratio measured
+    assert cells[5] == "1 достигнута · 1 не достигнута"
     assert "контроль измерен" in cells[6]  # a control row, but no aim compares with it
+    assert "Сэмплирование" in cells[0] or "DeepCache N=3" in cells[0]  # category, setting
     assert "terms/pruning.md" not in page.split("\n\n")[-1]  # pruning has a result file
     assert "terms/xss-probe.md" in page.split("\n\n")[-1]
 
@@ -254,19 +263,19 @@ def test_compare_table_has_its_columns_and_sort_keys(ctx: context.Context) -> No
     columns = re.findall(r'<th scope="col" data-sort-type="(\w+)"[^>]*>([^<]+)</th>', head)
     assert [label for _kind, label in columns] == [
         "Técnica",
-        "Categoría",
         "Aceleración [intervalo del 95 %]",
         "Límite",
         "Cociente de calidad",
+        "Ahorro de memoria",
         "Objetivos",
         "Supera a su control de coste igualado",
-        "Aviso",
     ]
-    assert [kind for kind, _label in columns] == ["text", "text"] + ["number"] * 6
+    assert [kind for kind, _label in columns] == ["text"] + ["number"] * 6
     assert head.count('aria-sort="ascending"') == 1  # the initial order: by technique
     row = next(line for line in page.splitlines() if 'href="../terms/feature-caching/"' in line)
     sort_keys = re.findall(r'<td data-sort="([^"]*)"', row)
-    assert sort_keys[:5] == ["Caché de Características", "Muestreo", "1.71", "2.14", "1.08"]
+    assert sort_keys[:4] == ["Caché de Características", "1.71", "2.14", "1.08"]
+    assert "Muestreo · DeepCache N=3" in row  # the category and the picked setting
     assert "<table data-sortable>" in page and "Cómo leerla" in page
 
 
@@ -340,7 +349,7 @@ def test_result_without_headline_and_zero_target(ctx: context.Context) -> None:
         " | 0 | ≤ 0 | ✓ met |" in page
     )
     cells = _compare_row(compare.compare_page("en", ctx), "feature-caching")
-    assert cells[2:5] == ["—", "—", "—"] and cells[5] == "1 met" and cells[7] == "—"
+    assert cells[1:5] == ["—", "—", "—", "—"] and cells[5] == "1 met" and len(cells) == 7
 
 
 def test_downloads_are_built_with_the_site_in_every_language(docs: Path) -> None:
@@ -502,6 +511,7 @@ def test_generated_pages_embed_a_chart_per_language(docs: Path) -> None:
     for lang in LANGS:
         folder = docs / "assets" / "results" / lang
         assert sorted(p.name for p in folder.iterdir()) == [
+            "compare-memory.svg",
             "compare-quality.svg",
             "compare-speedup.svg",
             "feature-caching.svg",
@@ -615,3 +625,200 @@ def test_the_mkdocs_hook_reports_a_result_problem_in_one_line(
     assert str(caught.value) == (
         f"glossary pages: {tmp_path}/a\\nb.json: rows[0].values.speedup: nan"
     )
+
+
+# ------------------------------------------------------------------ ratios and the guide
+
+
+def test_ratios_have_one_precision_rule_and_never_break() -> None:
+    from glossary.site.formatting import GROUP, JOIN, NBSP, interval, ratio, ratio_interval, times
+
+    assert [ratio(v, "es") for v in (1.7468, 1.6036, 0.77751, 17.85, 9.9996)] == [
+        "1,75",
+        "1,60",
+        "0,778",
+        "17,9",
+        "10,0",
+    ]
+    assert ratio(12517.3, "es") == f"12{GROUP}500"  # not "12.517", which reads as 12.5
+    assert "." not in ratio(12517.3, "es") and "," not in ratio(12517.3, "en")
+    assert ratio_interval([1.0, 1.0], "es") == "" and ratio_interval([0.9996, 1.0004], "ru") == ""
+    assert interval([1, 1], "es") == ""  # a baseline against itself: no "[1–1]"
+    shown = times(1.7468, [1.6036, 1.8513], "es")
+    assert shown == f"1,75×{NBSP}[1,60{JOIN}–{JOIN}1,85]"
+    assert not re.search(r"\s", shown.replace(NBSP, ""))  # no place to break the line
+
+
+def _study_result(better: str = "lower") -> dict[str, Any]:
+    """A result with three settings of one method (speedups 26×, 18×, 10×; quality ratios 11,
+    4 and 1 to the baseline) and a matched-cost control of the 10× setting."""
+    metric = "psnr_vs_baseline" if better == "higher" else "fd_digits"
+
+    def row(rid: str, role: str, method: str, speedup: float, factor: float) -> dict[str, Any]:
+        values = [10.0, 11.0, 9.0, 10.5, 9.5]
+        seeds = [v * factor if better == "lower" else v / factor for v in values]
+        return {
+            "id": rid,
+            "config": {"method": method, "steps": 1},
+            "role": role,
+            "values": {"speedup": speedup, metric: sum(seeds) / 5},
+            "intervals": {"speedup": [speedup * 0.9, speedup * 1.1]},
+            "seeds": {metric: seeds},
+        }
+
+    return {
+        "slug": "consistency-latent-diffusion",
+        "metrics": {
+            "speedup": {"unit": "x", "better": "higher"},
+            metric: {"unit": "", "better": better},
+        },
+        "rows": [
+            row("base", "baseline", "ddim", 1.0, 1.0),
+            row("cm1", "technique", "consistency", 26.0, 11.0),
+            row("cm2", "technique", "consistency", 18.0, 4.0),
+            row("cm4", "technique", "consistency", 10.0, 1.0),
+            row("dpm4", "control", "dpm", 10.0, 2.0),
+        ],
+        "headline": {
+            "row": "cm2",
+            "speedup": 18.0,
+            "speedup_interval": [16.2, 19.8],
+            "speedup_limit": 25.0,
+            "limit_kind": "estimate",
+            "memory_ratio": None,
+            "quality_metric": metric,
+            "quality_ratio": 4.0,
+            "quality_interval": [3.5, 4.5],
+        },
+        "aims": [
+            {
+                "id": "beats-control",
+                "params": {"steps": 4},
+                "row": "cm4",
+                "against": "dpm4",
+                "comparison": "<",
+                "target": 1.0,
+                "measured": 0.5,
+                "interval": [0.4, 0.6],
+                "state": "met",
+            }
+        ],
+        "anomalies": [],
+    }
+
+
+@pytest.mark.parametrize("better", ["lower", "higher"])
+def test_the_stated_rule_picks_the_fastest_setting_within_the_budget(better: str) -> None:
+    from glossary.site import picks
+
+    result = _study_result(better)
+    p = picks.pick("consistency-latent-diffusion", result, 1.10)
+    assert p is not None and p.row["id"] == "cm4" and p.rule == "budget"  # not the 2-step one
+    assert p.speedup == 10.0 and p.speedup_interval == (9.0, 11.0)
+    assert p.quality is not None and p.quality.metric == result["headline"]["quality_metric"]
+    assert p.quality.ratio == pytest.approx(1.0) and p.quality.within(1.10)
+    assert p.limit is None  # the limit was stated for another setting (the headline's)
+    assert [c.row["id"] for c in p.controls] == ["dpm4"] and picks.control_verdict(p) == "yes"
+    assert picks.verdict(p, "fewer-steps") == ("use", [])
+    loose = picks.pick("consistency-latent-diffusion", result, 5.0)
+    assert loose is not None and loose.row["id"] == "cm2" and loose.limit is not None
+    none = picks.pick("consistency-latent-diffusion", result, 0.5)  # nothing within: headline
+    assert none is not None and none.row["id"] == "cm2" and none.rule == "headline"
+    call, why = picks.verdict(none, "fewer-steps", (0.5, 0.6))
+    assert call == "avoid" and why == ["quality"]
+
+
+def test_verdict_says_why_a_setting_is_not_recommended() -> None:
+    from dataclasses import replace
+
+    from glossary.site import picks
+
+    p = picks.pick("consistency-latent-diffusion", _study_result(), 1.10)
+    assert p is not None
+    slower = replace(p, speedup=0.8, speedup_interval=(0.7, 0.9))
+    assert picks.verdict(slower, "fewer-steps") == ("avoid", ["slower"])
+    unsure = replace(p, speedup_interval=(0.95, 1.3))
+    assert picks.verdict(unsure, "fewer-steps") == ("unsettled", ["no-faster"])
+    assert picks.verdict(replace(p, memory_ratio=3.9), "less-memory") == ("avoid", ["memory"])
+    assert picks.verdict(replace(p, memory_ratio=0.25), "less-memory") == ("use", [])
+    worse = replace(
+        p, memory_ratio=0.25, quality=replace(p.quality, ratio=1.8, interval=(1.7, 1.9))
+    )
+    assert picks.verdict(worse, "less-memory") == ("avoid", ["quality"])  # a saving that costs
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_guide_page_is_generated_from_the_results(ctx: context.Context, lang: str) -> None:
+    from glossary.site import guide, picks
+    from glossary.site.formatting import ratio_with, times
+
+    page = guide.guide_page(lang, ctx)
+    text = ResultText("guide", lang)
+    assert page.startswith("# " + text.message("guide.title") + "\n")
+    anchors = re.findall(r"\{#([a-z0-9-]+)\}", page)
+    assert anchors[:3] == ["rule", "goals", "goal-fewer-steps"] and "budgets" in anchors
+    assert text.message("guide.toy-title") in page  # every fixture result is at toy scale
+    for slug in ("feature-caching", "pruning"):
+        entry, result = ctx.glossary[slug], ctx.results.by_slug[slug]
+        p = picks.pick(slug, result, guide.budgets(ctx)[0])
+        assert p is not None
+        assert f"[{markdown.escape_text(entry.term(lang))}](terms/{slug}.md)" in page
+        assert times(p.speedup, p.speedup_interval, lang) in page
+        if p.quality is not None:
+            assert ratio_with(p.quality.ratio, p.quality.interval, lang) in page
+            assert ResultText(slug, lang).metric(p.quality.metric) in page
+    study = ctx.results.composites.get("stacking")
+    if study is not None:
+        assert "stacking.md#stack-" in page  # the study's answer links to its row
+
+
+def test_guide_page_follows_the_result_files(ctx: context.Context) -> None:
+    from glossary.site import guide
+
+    before = guide.guide_page("en", ctx)
+    result = ctx.results.by_slug["feature-caching"]
+    result["headline"]["speedup"] = 3.21  # a regenerated result: the page changes with it
+    result["headline"]["quality_metric"] = "full_steps"  # a newly declared quality metric
+    after = guide.guide_page("en", ctx)
+    assert "3.21×" in after and "3.21×" not in before
+    assert ResultText("feature-caching", "en").metric("full_steps") in after
+
+
+def test_a_z_anchors_are_unique_and_the_russian_bar_puts_cyrillic_first(
+    ctx: context.Context,
+) -> None:
+    for lang in LANGS:
+        page = indexes.az_page(lang, ctx)
+        ids = re.findall(r"\{#([^}]+)\}", page)
+        assert len(ids) == len(set(ids)), lang
+        assert page.count("](#letter-u2026") <= 1  # one "…" bucket at most
+    page = indexes.az_page("ru", ctx)
+    bar = page.split("\n## ")[0]
+    lines = [line for line in bar.splitlines() if "](#letter-" in line]
+    scripts = [indexes.script(re.findall(r"\[([^\]]+)\]", line)[0]) for line in lines]
+    assert scripts[:2] == ["cyrillic", "latin"]  # each on its own line, Cyrillic first
+    for line, found in zip(lines, scripts, strict=True):
+        labels = re.findall(r"\[([^\]]+)\]\(#", line)
+        assert {indexes.script(label) for label in labels} == {found}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_comparison_charts_key_every_point_and_rank_memory_apart(
+    ctx: context.Context, lang: str
+) -> None:
+    from glossary.site.compareplots import compare_charts
+
+    points = compare.chart_points(lang, ctx)
+    assert [p.label for p in points] == [ctx.glossary[p.key].term(lang) for p in points]
+    charts = {c.name: c for c in compare_charts(points, lang, {"pruning"})}
+    assert sorted(charts) == ["compare-memory", "compare-quality", "compare-speedup"]
+    quality = charts["compare-quality"]
+    shown = [p for p in points if p.key != "pruning"]  # a memory technique: not ranked by speed
+    for i, point in enumerate(shown, 1):
+        assert f"{i} {point.label}" in quality.caption  # the caption keys each number
+    svg = quality.rendered().svg.decode("utf-8")
+    texts = [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+    assert {str(i) for i in range(1, len(shown) + 1)} <= set(texts)  # every point numbered
+    assert ctx.glossary["pruning"].term(lang) in charts["compare-speedup"].caption  # said where
+    memory = charts["compare-memory"].rendered().svg.decode("utf-8")
+    assert "×" in memory and charts["compare-memory"].caption

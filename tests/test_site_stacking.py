@@ -86,8 +86,18 @@ def _section(page: str, anchor: str) -> str:
     return page.split(f"{{#{anchor}}}")[1].split("\n## ")[0]
 
 
-def _names(lang: str, ids: list[str]) -> str:
-    return stackdata.names(ResultText("stacking", lang), ids)
+def _names(lang: str, ids: list[str], ctx: context.Context | None = None) -> str:
+    """The study's names of ``ids``: each element's entry term first when ``ctx`` gives the
+    glossary (as the pages write them), the study's own names alone otherwise (a chart drawn
+    without terms)."""
+    if ctx is None:
+        return stackdata.names(ResultText("stacking", lang), ids)
+    return stackdata.names(stacking.study_text(lang, ctx), ids)
+
+
+def span(lo: str, hi: str) -> str:
+    """An interval as the site writes it: unbreakable (no-break space, word joiners)."""
+    return f"\u00a0[{lo}\u2060–\u2060{hi}]"
 
 
 # ------------------------------------------------------------------------- the result file
@@ -153,11 +163,12 @@ def test_page_has_its_sections_in_order(ctx: context.Context, lang: str) -> None
     assert levels in page
 
 
-SHORT_ANSWER = {  # the fixture's two budgets, 1.1 and 1.25
-    "en": ("10%", "9.1× [8.6–9.7]", "0.8 [0.74–0.87]", "25%", "14× [13.1–14.9]"),
-    "es": ("10 %", "9,1× [8,6–9,7]", "0,8 [0,74–0,87]", "25 %", "14× [13,1–14,9]"),
-    "ru": ("10 %", "9,1× [8,6–9,7]", "0,8 [0,74–0,87]", "25 %", "14× [13,1–14,9]"),
+SHORT_ANSWER = {  # the fixture's two budgets, 1.1 and 1.25; ratios to three figures
+    "en": ("10%", "9.10×" + span("8.60", "9.70"), "0.800" + span("0.740", "0.870"), "25%"),
+    "es": ("10 %", "9,10×" + span("8,60", "9,70"), "0,800" + span("0,740", "0,870"), "25 %"),
+    "ru": ("10 %", "9,10×" + span("8,60", "9,70"), "0,800" + span("0,740", "0,870"), "25 %"),
 }
+FASTER = {"en": "14.0×" + span("13.1", "14.9"), "es": "14,0×" + span("13,1", "14,9")}
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -166,11 +177,12 @@ def test_short_answer_names_the_fastest_stack_within_each_budget(
 ) -> None:
     answer = _section(stacking.stacking_page(lang, ctx), "answer")
     first, second = [line for line in answer.splitlines() if line.startswith("- ")]
-    tight, speed, ratio, loose, faster = SHORT_ANSWER[lang]
-    best = _names(lang, ["compile", "forecast", "solver"])
+    tight, speed, ratio, loose = SHORT_ANSWER[lang]
+    faster = FASTER.get(lang, FASTER["es"])
+    best = _names(lang, ["compile", "forecast", "solver"], ctx)
     assert tight in first and f"[{best}](#stack-compile-forecast-solver)" in first
     assert speed in first and ratio in first
-    student = _names(lang, ["student", "compile"])
+    student = _names(lang, ["student", "compile"], ctx)
     assert loose in second and f"[{student}](#stack-student-compile)" in second
     assert faster in second
     if lang != "en":
@@ -210,7 +222,9 @@ def test_members_link_to_their_term_pages_except_torch_compile(ctx: context.Cont
     first = row.split("</td>")[0]
     assert '<a href="../terms/accelerate-method/">' in first
     assert '<a href="../terms/scheduler-tradeoff/">' in first
-    compile_name = html.escape(stackdata.name(ResultText("stacking", "en"), "compile"), quote=True)
+    compile_name = html.escape(
+        stackdata.name(stacking.study_text("en", ctx), "compile"), quote=True
+    )
     assert compile_name in first and "torch-compile" not in first
     assert "terms/torch-compile" not in stacking.stacking_page("es", ctx)
 
@@ -278,7 +292,7 @@ def test_term_pages_list_their_stacks_and_link_to_existing_anchors(
 def test_term_page_stacks_are_fastest_first_in_the_page_digits(ctx: context.Context) -> None:
     section = _section(terms.term_page(ctx.glossary["accelerate-method"], "ru", ctx), "stacks")
     speeds = re.findall(r"\): ([\d,]+)×", section)
-    assert speeds == ["16", "9,1", "7,3", "2,4"]
+    assert speeds == ["16,0", "9,10", "7,30", "2,40"]  # three significant figures
 
 
 # ------------------------------------------------------------------------------ absent
@@ -340,12 +354,14 @@ def test_charts_are_valid_svg_legible_on_a_phone(
     assert chart.caption and chart.alt and chart.caption != chart.alt
 
 
-@pytest.mark.parametrize(("lang", "tick", "cell"), [("en", "0.1×", "0.77"), ("es", "0,1×", "0,77")])
+@pytest.mark.parametrize(("lang", "tick", "cell"), [("en", "1.1)", "0.77"), ("es", "1,1)", "0,77")])
 def test_charts_use_the_page_digits(
     result: dict[str, Any], lang: str, tick: str, cell: str
 ) -> None:
     pareto = _texts(_svg(stackplots.pareto_chart(result, lang)))  # type: ignore[arg-type]
-    assert tick in pareto and {"4", "6", "7"} <= set(pareto)  # the frontier's numbers
+    assert any(t.endswith(tick) for t in pareto)  # the budget in the legend, in the page's digits
+    assert {"4", "6", "7"} <= set(pareto)  # the frontier's numbers
+    assert {"1×", "10×"} <= set(pareto)  # the speedup axis: right is faster
     heat = _texts(_svg(stackplots.interaction_chart(result, lang)))  # type: ignore[arg-type]
     assert cell in heat and heat.count("✗") == 2  # the two incompatible cells
     assert any(t.startswith("✗ ") for t in heat)  # and the key
@@ -402,7 +418,67 @@ def test_a_row_with_inherited_quality_names_the_row_it_inherits_from(
     table = _section(stacking.stacking_page(lang, ctx), "stacks")
     rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr id="([^"]+)">.*', table)}
     text = ResultText("stacking", lang)
-    said = text.message("stacking.inherited", {"parent": _names(lang, ["solver"])})
+    said = text.message("stacking.inherited", {"parent": _names(lang, ["solver"], ctx)})
     assert html.escape(said, quote=True) in rows["stack-compile-solver"]
     prefix = text.message("stacking.inherited", {"parent": "\x00"}).split("\x00")[0]
     assert html.escape(prefix, quote=True) not in rows["stack-forecast-solver"]
+
+
+# ----------------------------------------------------------------------- one name each
+
+
+def _allowed(entry: Any, lang: str) -> set[str]:
+    text = entry.text(lang)
+    return {text.term, *text.aliases}
+
+
+def _named(shown: str, entry: Any, lang: str) -> bool:
+    """Whether ``shown`` names ``entry`` by its term or an alias, with at most the specific
+    method after it in parentheses ("Método del Acelerador (predicción de pasos)")."""
+    shown = html.unescape(re.sub(r"<[^>]+>", "", shown)).replace("\\", "").strip()
+    term = entry.term(lang)
+    return shown in _allowed(entry, lang) or (shown.startswith(f"{term} (") and shown[-1] == ")")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_technique_is_named_by_its_entry_on_the_generated_pages(
+    ctx: context.Context, lang: str
+) -> None:
+    from glossary.site import compare, guide
+
+    pages = {
+        "compare": compare.compare_page(lang, ctx),
+        "stacking": stacking.stacking_page(lang, ctx),
+        "guide": guide.guide_page(lang, ctx),
+    }
+    checked = 0
+    for name, page in pages.items():
+        links = re.findall(r"\[([^\]]+)\]\((?:\.\./)?terms/([a-z0-9-]+)\.md\)", page)
+        links += [
+            (shown, slug)
+            for slug, shown in re.findall(r'<a href="[./]*terms/([a-z0-9-]+)/">(.*?)</a>', page)
+        ]
+        for shown, slug in links:
+            entry = ctx.glossary[slug]
+            if entry.is_technique:
+                assert _named(shown, entry, lang), (name, slug, shown)
+                checked += 1
+    assert checked >= 10
+    result = stacking.composite(ctx)
+    assert result is not None
+    words = stacking.study_text(lang, ctx)
+    for element in stackdata.elements(result):
+        slug = stackdata.element_slug(result, element)
+        entry = ctx.glossary.get(slug) if slug else None
+        shown = stackdata.name(words, element)
+        if entry is not None:  # the charts' keys and captions use the same names
+            assert shown.startswith(entry.term(lang)) and _named(shown, entry, lang), shown
+    for point in compare.chart_points(lang, ctx):
+        assert point.label == ctx.glossary[point.key].term(lang)
+
+
+def test_a_name_that_is_not_the_entry_s_fails_the_check(ctx: context.Context) -> None:
+    entry = ctx.glossary["accelerate-method"]
+    assert _named("Método del Acelerador (predicción de pasos)", entry, "es")
+    assert not _named("predicción de pasos (Método del Acelerador)", entry, "es")
+    assert not _named("Acelerador", entry, "es")

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from glossary.resulttext import ResultText
-from glossary.site.formatting import format_date, interval, number
+from glossary.site.formatting import format_date, interval, number, ratio, ratio_interval, times
 from glossary.site.markdown import admonition, escape_markdown, escape_text, heading, table_row
 
 ARROWS = {"lower": "↓", "higher": "↑"}
@@ -28,10 +28,14 @@ def metric_header(text: ResultText, key: str, meta: dict[str, Any]) -> str:
     return f"{label} ({escape_text(unit)}) {arrow}" if unit else f"{label} {arrow}"
 
 
-def _cell(row: dict[str, Any], key: str, lang: str) -> str:
-    value = number(row["values"].get(key), lang)
+def _cell(row: dict[str, Any], key: str, lang: str, unit: str = "") -> str:
+    """A measured value with its interval or spread; a ratio (unit ``x``) by the site's one
+    precision rule (:func:`glossary.site.formatting.ratio`), as in the headline."""
+    is_ratio = unit == "x" and row["values"].get(key) is not None
+    value = ratio(row["values"][key], lang) if is_ratio else number(row["values"].get(key), lang)
     if key in row.get("intervals", {}):
-        value += interval(row["intervals"][key], lang)
+        spans = row["intervals"][key]
+        value += ratio_interval(spans, lang) if is_ratio else interval(spans, lang)
     elif key in row.get("spread", {}):
         value += " ± " + number(row["spread"][key], lang, ".2g")
     return value
@@ -49,7 +53,7 @@ def summary_table(result: dict[str, Any], text: ResultText, lang: str) -> list[s
     lines = [table_row(header), "|---|---|" + "---:|" * len(keys)]
     for row in result["rows"]:
         cells = [escape_text(text.config(row["config"])), text.role(row["role"])]
-        cells += [_cell(row, k, lang) for k in keys]
+        cells += [_cell(row, k, lang, metrics[k]["unit"]) for k in keys]
         lines.append(table_row(cells))
     return [*lines, ""]
 
@@ -62,7 +66,7 @@ def full_table(result: dict[str, Any], text: ResultText, lang: str) -> list[str]
     lines = [table_row(header), "|---|---|" + "---:|" * len(metrics)]
     for row in result["rows"]:
         cells = [escape_text(text.config(row["config"])), text.role(row["role"])]
-        cells += [_cell(row, k, lang) for k in metrics]
+        cells += [_cell(row, k, lang, metrics[k]["unit"]) for k in metrics]
         lines.append(table_row(cells))
     return [*lines, ""]
 
@@ -74,21 +78,19 @@ def headline_line(result: dict[str, Any], text: ResultText, lang: str) -> list[s
         return []
     parts = []
     if head["speedup"] is not None:
-        part = text.message("site.speedup") + f" **{number(head['speedup'], lang, '.3g')}×**"
-        part += interval(head["speedup_interval"], lang)
+        part = text.message("site.speedup") + f" **{ratio(head['speedup'], lang)}×**"
+        part += ratio_interval(head["speedup_interval"], lang)
         if head["speedup_limit"] is not None:
             kind = "site.limit-bound" if head["limit_kind"] == "bound" else "site.limit-estimate"
-            part += f" ({text.message(kind)} {number(head['speedup_limit'], lang, '.3g')}×)"
+            part += f" ({text.message(kind)} {times(head['speedup_limit'], None, lang)})"
         parts.append(part)
     if head["memory_ratio"] is not None:
-        ratio = number(head["memory_ratio"], lang, ".3g")
-        parts.append(text.message("site.memory-ratio") + f" **{ratio}**")
+        shown = ratio(head["memory_ratio"], lang)
+        parts.append(text.message("site.memory-ratio") + f" **{shown}**")
     if head["quality_ratio"] is not None:
-        ratio = number(head["quality_ratio"], lang, ".3g") + interval(
-            head["quality_interval"], lang
-        )
+        shown = ratio(head["quality_ratio"], lang) + ratio_interval(head["quality_interval"], lang)
         metric = text.metric(head["quality_metric"]) if head["quality_metric"] else ""
-        parts.append(text.message("site.quality-ratio") + f" **{ratio}** ({metric})")
+        parts.append(text.message("site.quality-ratio") + f" **{shown}** ({metric})")
     lines = [" · ".join(parts), ""] if parts else []
     for anomaly in result["anomalies"]:
         lines += [admonition("danger", text.message("site.anomaly")), ""]

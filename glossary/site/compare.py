@@ -1,9 +1,13 @@
-"""The comparison page of each language: every technique's headline side by side.
+"""The comparison page of each language: every technique side by side, at one setting each.
 
-A reading guide, two charts drawn at build time (:mod:`glossary.site.compareplots`) and one table
-with a row per technique: category, speedup [95% interval], its limit (analytic bound or
-estimate), quality ratio, the states of its aims, whether it beat its matched-cost control and a
-flag where the speedup is above its limit. The table is plain HTML that works without
+A reading guide, the rule that picks each technique's setting (:mod:`glossary.site.picks`; the
+page states it), the charts drawn at build time (:mod:`glossary.site.compareplots`: quality
+against speedup, speedups, memory savings) and one table with a row per technique: its term and
+category and picked setting (one cell, so that the table fits a 1366 px window in Russian),
+speedup [95% interval], its limit (analytic bound or estimate, for the
+benchmark's own headline setting), quality ratio on the metric the result declares, memory
+saving, the states of its aims and whether it beat its matched-cost control; a speedup above its
+limit is flagged in its own cell. The table is plain HTML that works without
 JavaScript; ``assets/javascripts/sortable-table.js`` turns each header with a ``data-sort-type``
 into a sort button (``aria-sort`` on the sorted header) and sorts by each cell's ``data-sort``.
 
@@ -19,11 +23,12 @@ from typing import Literal
 from glossary.model import Entry
 from glossary.resulttext import ResultText
 from glossary.schema import CATEGORIES
+from glossary.site import picks as rule
 from glossary.site.context import Context
 from glossary.site.figures import asset_href, chart_figure, chart_path
-from glossary.site.formatting import Translate, interval, number, translator
-from glossary.site.markdown import heading, html_attr
-from glossary.site.plotdata import above_estimate, is_anomaly
+from glossary.site.formatting import Translate, number, ratio, ratio_interval, translator
+from glossary.site.markdown import escape_text, heading, html_attr
+from glossary.site.plotdata import Point, above_estimate, is_anomaly
 from glossary.site.results import Result, aims_verdict
 from glossary.site.urls import relative_href, sorted_entries, term_link
 
@@ -72,30 +77,41 @@ def _two_lines(value: str, detail: str) -> str:
     return f'{html_attr(value)}<br><span class="gl-detail">{html_attr(detail)}</span>'
 
 
-def _speed_cell(result: Result, lang: str) -> str:
-    head = result["headline"] or {}
-    value = head.get("speedup")
-    if value is None:
+def _speed_cell(result: Result, p: rule.Pick, text: ResultText, lang: str) -> str:
+    """The speedup, its interval and, below them, a flag where it is above its limit."""
+    if p.speedup is None:
         return _cell(number(None, lang), numeric=True)
-    detail = interval(head.get("speedup_interval"), lang).strip()
-    return _cell(_two_lines(number(value, lang, ".3g") + "×", detail), value, numeric=True)
+    detail = ratio_interval(p.speedup_interval, lang).strip()
+    shown = _two_lines(ratio(p.speedup, lang) + "×", detail)
+    found = flag(result) if p.limit is not None else None
+    if found is not None:
+        said = html_attr(text.message(f"site.flag-{found}"))
+        shown += f'<br><span class="gl-detail" data-flag="{found}">{said}</span>'
+    return _cell(shown, p.speedup, numeric=True)
 
 
-def _limit_cell(result: Result, text: ResultText, lang: str) -> str:
-    head = result["headline"] or {}
-    value = head.get("speedup_limit")
-    if value is None:
+def _limit_cell(p: rule.Pick, text: ResultText, lang: str) -> str:
+    if p.limit is None:
         return _cell(number(None, lang), numeric=True)
-    kind = "site.limit-bound" if head.get("limit_kind") == "bound" else "site.limit-estimate"
-    shown = _two_lines(number(value, lang, ".3g") + "×", text.message(kind))
-    return _cell(shown, value, numeric=True)
+    kind = "site.limit-bound" if p.limit.kind == "bound" else "site.limit-estimate"
+    shown = _two_lines(ratio(p.limit.value, lang) + "×", text.message(kind))
+    return _cell(shown, p.limit.value, numeric=True)
 
 
-def _quality_cell(result: Result, lang: str) -> str:
-    head = result["headline"] or {}
-    value = head.get("quality_ratio")
-    detail = interval(head.get("quality_interval"), lang).strip()
-    return _cell(_two_lines(number(value, lang, ".3g"), detail), value, numeric=True)
+def _quality_cell(p: rule.Pick, lang: str) -> str:
+    if p.quality is None:
+        return _cell(number(None, lang), numeric=True)
+    detail = ratio_interval(p.quality.interval, lang).strip()
+    metric = ResultText(p.slug, lang).metric(p.quality.metric)
+    detail = f"{detail} {metric}".strip()
+    return _cell(_two_lines(ratio(p.quality.ratio, lang), detail), p.quality.ratio, numeric=True)
+
+
+def _memory_cell(p: rule.Pick, lang: str) -> str:
+    saving = p.memory_saving
+    if saving is None:
+        return _cell(number(None, lang), numeric=True)
+    return _cell(html_attr(ratio(saving, lang) + "×"), saving, numeric=True)
 
 
 def _aims_cell(result: Result, text: ResultText) -> str:
@@ -107,36 +123,82 @@ def _aims_cell(result: Result, text: ResultText) -> str:
     return _cell(shown, f"{states.count('met') / len(states):.3f}")
 
 
-def _verdict_cell(result: Result, text: ResultText) -> str:
-    verdict = beats_control(result)
+def _verdict_cell(result: Result, p: rule.Pick, text: ResultText) -> str:
+    verdict: Verdict = rule.control_verdict(p) if p.controls else beats_control(result)
     shown = html_attr(text.message(f"site.control-{verdict}"))
     return _cell(f'<span data-verdict="{verdict}">{shown}</span>', VERDICT_RANK[verdict])
 
 
-def _flag_cell(result: Result, text: ResultText) -> str:
-    found = flag(result)
-    if found is None:
-        return _cell("—", 0)
-    shown = html_attr(text.message(f"site.flag-{found}"))
-    return _cell(f'<span data-flag="{found}">{shown}</span>', 2 if found == "anomaly" else 1)
-
-
 def table_row(entry: Entry, result: Result, lang: str, ctx: Context) -> str:
-    """One ``<tr>`` of the comparison table."""
+    """One ``<tr>`` of the comparison table (a result without a headline: its name only)."""
     text = ResultText(entry.slug, lang)
     href = relative_href(PAGE, f"terms/{entry.slug}", lang, ctx.use_directory_urls)
     term, category = html_attr(entry.term(lang)), html_attr(CATEGORIES[entry.category][lang])
+    p = rule.pick(entry.slug, result, budgets(ctx)[0])
+    name = f'<a href="{href}">{term}</a>'
+    if p is None:  # no headline: nothing to pick, the aims still count
+        empty = _cell(number(None, lang), numeric=True) * 4
+        verdict = _cell(html_attr(text.message(f"site.control-{beats_control(result)}")))
+        head = _cell(f'{name}<br><span class="gl-detail">{category}</span>', entry.term(lang))
+        return f"<tr>{head}{empty}{_aims_cell(result, text)}{verdict}</tr>"
+    setting = html_attr(text.config(p.row["config"]))
     cells = [
-        _cell(f'<a href="{href}">{term}</a>', entry.term(lang)),
-        _cell(category, CATEGORIES[entry.category][lang]),
-        _speed_cell(result, lang),
-        _limit_cell(result, text, lang),
-        _quality_cell(result, lang),
+        _cell(f'{name}<br><span class="gl-detail">{category} · {setting}</span>', entry.term(lang)),
+        _speed_cell(result, p, text, lang),
+        _limit_cell(p, text, lang),
+        _quality_cell(p, lang),
+        _memory_cell(p, lang),
         _aims_cell(result, text),
-        _verdict_cell(result, text),
-        _flag_cell(result, text),
+        _verdict_cell(result, p, text),
     ]
     return "<tr>" + "".join(cells) + "</tr>"
+
+
+def budgets(ctx: Context) -> tuple[float, ...]:
+    """The quality budgets the rule uses (:func:`glossary.site.guide.budgets`)."""
+    from glossary.site.guide import budgets as found
+
+    return found(ctx)
+
+
+def chart_points(lang: str, ctx: Context) -> list[Point]:
+    """One point per measured technique at its picked setting, named by its term, for the
+    charts (alphabetical order). A quality ratio on a higher-is-better metric is drawn as its
+    inverse, so that lower is better on the axis for every technique."""
+    points = []
+    for entry in sorted_entries(ctx.glossary.techniques(), lang):
+        result = ctx.results.by_slug.get(entry.slug)
+        p = rule.pick(entry.slug, result, budgets(ctx)[0]) if result else None
+        if p is None:
+            continue
+        quality = span = None
+        if p.quality is not None:
+            quality, span = p.quality.ratio, p.quality.interval
+            if p.quality.better == "higher" and quality > 0:
+                quality = 1 / quality
+                span = (1 / span[1], 1 / span[0]) if span and span[0] > 0 else None
+        points.append(
+            Point(
+                key=entry.slug,
+                label=entry.term(lang),
+                role="technique",
+                speedup=p.speedup,
+                speedup_interval=p.speedup_interval,
+                quality=quality,
+                quality_interval=span,
+                limit=p.limit,
+                anomaly=p.anomaly,
+                memory=p.memory_saving,
+            )
+        )
+    return points
+
+
+def memory_first(ctx: Context) -> set[str]:
+    """The techniques whose purpose is memory: on the memory chart, not ranked by speed."""
+    from glossary.site.guide import GOALS
+
+    return set(GOALS["less-memory"])
 
 
 def table_head(lang: str, _: Translate) -> str:
@@ -144,13 +206,12 @@ def table_head(lang: str, _: Translate) -> str:
     text = ResultText("results", lang)
     columns = [
         (_("Technique"), "text"),
-        (text.message("site.category"), "text"),
         (text.message("site.speedup-interval"), "number"),
         (text.message("site.limit"), "number"),
         (text.message("site.quality-ratio"), "number"),
+        (ResultText("guide", lang).message("compare.memory"), "number"),
         (text.message("site.aims"), "number"),
         (text.message("site.beats-control"), "number"),
-        (text.message("site.flag"), "number"),
     ]
     cells = []
     for i, (label, kind) in enumerate(columns):
@@ -171,10 +232,15 @@ def compare_page(lang: str, ctx: Context) -> str:
     """The reading guide, the charts and the sortable table of every technique's headline."""
     _ = translator(lang)
     text = ResultText("results", lang)
-    lines = ["# " + _("Comparison of techniques"), "", text.message("site.compare-intro"), ""]
+    words = ResultText("guide", lang)
+    lines = ["# " + _("Comparison of techniques"), "", words.message("compare.intro"), ""]
     lines += [text.message("site.compare-guide"), ""]
     title = text.message("stacking.title")
     lines += [text.message("stacking.compare-link", {"link": f"[{title}](stacking.md)"}), ""]
+    guide = f"[{escape_text(words.message('guide.title'))}](guide.md)"
+    lines += [words.message("compare.guide-link", {"link": guide}), ""]
+    lines += [heading(2, words.message("guide.rule-title"), "rule"), ""]
+    lines += [words.message("guide.rule", {"budget": ratio(budgets(ctx)[0], lang)}), ""]
     charts = _charts(lang, ctx)
     if charts:
         lines += [heading(2, text.message("site.compare-charts"), "charts"), "", *charts]

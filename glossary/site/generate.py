@@ -9,6 +9,8 @@ everything else is written here, once per language of :data:`glossary.schema.LAN
 * ``<lang>/compare.md``: the headline figures of every technique that has results;
 * ``<lang>/stacking.md``: the study of stacked techniques (:mod:`glossary.site.stacking`),
   always written, saying "not measured yet" without ``stacking.json``;
+* ``<lang>/guide.md``: "What should I use?" (:mod:`glossary.site.guide`), by goal and by quality
+  budget;
 * ``<lang>/downloads.md`` and ``assets/downloads/``: the exports of the glossary;
 * ``assets/results/<figure>``: the figures named by the result files;
 * ``assets/results/<lang>/<slug>.svg``, ``compare-*.svg`` and ``stacking-*.svg``: the charts
@@ -34,12 +36,12 @@ from glossary.site import downloads
 from glossary.site.compare import compare_page
 from glossary.site.context import Context
 from glossary.site.figures import chart_path
+from glossary.site.guide import guide_page
 from glossary.site.indexes import az_page, categories_index, category_page
 from glossary.site.plots import Chart
 from glossary.site.results import FIGURES_DIR, Results, SiteGenError, load_results, results_dir
-from glossary.site.stacking import composite, stacking_page
+from glossary.site.stacking import composite, element_terms, stacking_page
 from glossary.site.terms import term_page
-from glossary.site.urls import sorted_entries
 from glossary.site.writing import Report, remove_stale
 
 ENTRIES_ENV = "GLOSSARY_ENTRIES_DIR"
@@ -58,6 +60,7 @@ def pages(ctx: Context) -> dict[str, str]:
         out[f"{lang}/index-a-z.md"] = az_page(lang, ctx)
         out[f"{lang}/compare.md"] = compare_page(lang, ctx)
         out[f"{lang}/stacking.md"] = stacking_page(lang, ctx)
+        out[f"{lang}/guide.md"] = guide_page(lang, ctx)
     return out
 
 
@@ -80,8 +83,8 @@ def copy_figures(ctx: Context, docs_dir: Path, report: Report) -> set[Path]:
 
 
 def _charts(ctx: Context) -> dict[tuple[str, str], list[Chart]]:
+    from glossary.site.compare import chart_points, memory_first
     from glossary.site.compareplots import compare_charts
-    from glossary.site.plotdata import headline_point
     from glossary.site.plots import result_chart
     from glossary.site.stackplots import stacking_charts
 
@@ -92,16 +95,13 @@ def _charts(ctx: Context) -> dict[tuple[str, str], list[Chart]]:
             if chart is not None:
                 charts[(f"terms/{slug}", lang)] = [chart]
     for lang in LANGS:
-        points = []
-        for entry in sorted_entries(ctx.glossary.techniques(), lang):
-            result = ctx.results.by_slug.get(entry.slug)
-            point = headline_point(result, entry.term(lang)) if result else None
-            points += [point] if point else []
-        charts[("compare", lang)] = compare_charts(points, lang)
+        points = chart_points(lang, ctx)
+        charts[("compare", lang)] = compare_charts(points, lang, memory_first(ctx))
     study = composite(ctx)
     if study is not None:
         for lang in LANGS:
-            charts[("stacking", lang)] = stacking_charts(study, lang)
+            terms = element_terms(study, lang, ctx)
+            charts[("stacking", lang)] = stacking_charts(study, lang, terms)
     return charts
 
 

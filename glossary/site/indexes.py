@@ -2,8 +2,11 @@
 
 The A-Z index buckets every term and alias under the letters of the language's alphabet with
 ICU's alphabetic index (so ``Ñ`` is its own letter in Spanish and ``Ё`` files under ``Е``), in the
-language's collation. The home pages are hand-written (``site_src/<lang>/index.md``); the
-comparison page is :mod:`glossary.site.compare`.
+language's collation. Its letter bar lists the page's own script first and then the others, each
+group on its own line with its name, so that a Russian reader never mistakes a Latin ``A`` for a
+Cyrillic ``А``; ICU's ``…`` buckets (names before the first letter, between scripts, after the
+last) are joined into one, and every bucket has its own anchor. The home pages are hand-written
+(``site_src/<lang>/index.md``); the comparison page is :mod:`glossary.site.compare`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,63 @@ def bucket_id(label: str) -> str:
     if re.fullmatch(r"[A-Za-z]", label):
         return f"letter-{label.lower()}"
     return "letter-" + "-".join(f"u{ord(c):04x}" for c in label)
+
+
+def bucket_ids(labels: list[str]) -> list[str]:
+    """One anchor per bucket, unique on the page: a label that comes again (ICU's ``…``
+    buckets) gets ``-2``, ``-3``."""
+    seen: dict[str, int] = {}
+    ids = []
+    for label in labels:
+        base = bucket_id(label)
+        seen[base] = seen.get(base, 0) + 1
+        ids.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return ids
+
+
+def merge_other(buckets: list[tuple[str, list[Any]]], lang: str) -> list[tuple[str, list[Any]]]:
+    """ICU's ``…`` buckets (digits, Greek letters: before, between and after the alphabets)
+    joined into one, in collation order, so that the letter bar shows one ``…``."""
+    from glossary.collation import sort_key
+
+    other = [item for label, items in buckets if script(label) == "other" for item in items]
+    kept = [bucket for bucket in buckets if script(bucket[0]) != "other"]
+    if not other:
+        return kept
+    key = sort_key(lang)
+    return [*kept, ("…", sorted(other, key=lambda item: key(item[0])))]
+
+
+SCRIPT_OF_LANG = {"es": "latin", "en": "latin", "ru": "cyrillic"}
+
+
+def script(label: str) -> str:
+    """``latin``, ``cyrillic`` or ``other`` (a ``…`` bucket, a digit): the script of a label."""
+    import unicodedata
+
+    letter = next((c for c in label if c.isalpha()), "")
+    name = unicodedata.name(letter, "") if letter else ""
+    for found in ("LATIN", "CYRILLIC"):
+        if name.startswith(found):
+            return found.lower()
+    return "other"
+
+
+def letter_bar(labels: list[str], ids: list[str], lang: str, _: Any) -> list[str]:
+    """The letter bar: the page's own script first, then the others, one line each."""
+    own = SCRIPT_OF_LANG.get(lang, "latin")
+    order = [own] + [s for s in ("latin", "cyrillic", "other") if s != own]
+    names = {"latin": _("Latin"), "cyrillic": _("Cyrillic"), "other": _("Other")}
+    lines = []
+    for group in order:
+        links = [
+            f"[{escape_text(label)}](#{anchor})"
+            for label, anchor in zip(labels, ids, strict=True)
+            if script(label) == group
+        ]
+        if links:
+            lines += [f"**{names[group]}:** " + " · ".join(links), ""]
+    return lines
 
 
 def alphabetic_buckets(names: list[tuple[str, Any]], lang: str) -> list[tuple[str, list[Any]]]:
@@ -72,17 +132,21 @@ def _bucket_lines(items: list[tuple[str, Entry, bool]], lang: str) -> list[str]:
 def az_page(lang: str, ctx: Context) -> str:
     """Every term and alias of ``lang``, bucketed by letter, in ``lang``'s collation."""
     _ = translator(lang)
-    buckets = alphabetic_buckets(_names(lang, ctx), lang)
+    buckets = merge_other(alphabetic_buckets(_names(lang, ctx), lang), lang)
+    own = SCRIPT_OF_LANG.get(lang, "latin")
+    rank = {own: 0, "other": 2}
+    buckets.sort(key=lambda bucket: rank.get(script(bucket[0]), 1))  # stable: collation kept
+    labels = [label for label, _items in buckets]
+    ids = bucket_ids(labels)
     lines = [
         "# " + _("A–Z index"),
         "",
         _("Every term and its other names, in alphabetical order."),
         "",
-        " · ".join(f"[{escape_text(x)}](#{bucket_id(x)})" for x, _items in buckets),
-        "",
+        *letter_bar(labels, ids, lang, _),
     ]
-    for label, items in buckets:
-        lines += [f"## {escape_text(label)} {{#{bucket_id(label)}}}", ""]
+    for (label, items), anchor in zip(buckets, ids, strict=True):
+        lines += [f"## {escape_text(label)} {{#{anchor}}}", ""]
         lines += _bucket_lines(items, lang)
     return "\n".join(lines).rstrip() + "\n"
 

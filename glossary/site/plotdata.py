@@ -49,6 +49,9 @@ class Point:
     headline: bool = False
     limit: Limit | None = None
     anomaly: bool = False
+    memory: float | None = None
+    """How many times less memory than the baseline (the comparison page's memory chart)."""
+    memory_interval: Span | None = None
 
 
 def finite(value: Any) -> float | None:

@@ -16,6 +16,7 @@ import io
 import math
 from collections.abc import Sequence
 from contextlib import contextmanager
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from glossary.resulttext import format_number
@@ -44,6 +45,10 @@ ROLE_STYLE = {  # Okabe-Ito colours, distinguishable with colour-blindness; shap
 WIDTH_IN = 4.3
 MIN_FONT_PT = 9
 ROW_LABEL_WIDTH = 26
+MIN_WRAP = 14
+"""The narrowest an axis title is wrapped to (characters per line) to fit in its figure."""
+TEXT_LINES = 8
+"""Lines a title or an axis title may take: enough that none is cut with "…"."""
 RC = {
     "svg.hashsalt": "diffusion-efficiency-glossary",
     "svg.fonttype": "none",
@@ -62,7 +67,7 @@ RC = {
 }
 _OFFSETS = tuple(  # label positions tried around a point, nearest first: dx, dy (points), ha, va
     (sx * dx, sy * dy, "left" if sx > 0 else "right", "bottom" if sy > 0 else "top")
-    for dx, dy in ((6, 5), (14, 14), (24, 24))
+    for dx, dy in ((6, 5), (14, 14), (24, 24), (36, 12), (12, 36), (48, 48))
     for sx, sy in ((1, 1), (1, -1), (-1, 1), (-1, -1))
 )
 
@@ -99,10 +104,66 @@ def figure(height_in: float) -> Iterator[tuple[Figure, Axes]]:
 
 
 def to_svg(fig: Figure) -> bytes:
-    """The figure as SVG bytes: transparent, no date, ids from the constant salt."""
+    """The figure as SVG bytes, its texts fitted inside it first (:func:`fit`): transparent,
+    no date, ids from the constant salt."""
+    fit(fig)
     out = io.BytesIO()
     fig.savefig(out, format="svg", transparent=True, metadata={"Date": None})
     return out.getvalue()
+
+
+def _outside(box: Bbox, frame: Bbox) -> bool:
+    return (
+        box.x0 < frame.x0 - 0.5
+        or box.x1 > frame.x1 + 0.5
+        or box.y0 < frame.y0 - 0.5
+        or (box.y1 > frame.y1 + 0.5)
+    )
+
+
+def _rewrap(text: Any) -> bool:
+    """Wrap ``text`` (a matplotlib Text) a few characters narrower; ``False`` at the minimum."""
+    import textwrap
+
+    words = " ".join(text.get_text().split())
+    longest = max(len(line) for line in text.get_text().split("\n"))
+    width = longest - 4
+    if width < MIN_WRAP:
+        return False
+    text.set_text("\n".join(textwrap.wrap(words, width)))
+    return True
+
+
+def _crowded(labels: list[Any], renderer: Any) -> bool:
+    """Whether two tick labels of one axis touch (they are in tick order)."""
+    boxes = [t.get_window_extent(renderer) for t in labels if t.get_visible() and t.get_text()]
+    return any(a.padded(1).overlaps(b.padded(1)) for a, b in pairwise(boxes))
+
+
+def fit(fig: Figure) -> None:
+    """Keep every axis title and the figure title inside the figure (wrapped narrower until
+    they fit) and thin out tick labels that touch (every other tick), laying out again after
+    each change: a reader never sees a cut or overlapping word."""
+    from matplotlib.ticker import FixedLocator
+
+    for _ in range(12):
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        frame = fig.bbox
+        changed = False
+        titles = [fig._suptitle] if fig._suptitle is not None else []  # type: ignore[attr-defined]
+        for ax in fig.axes:
+            titles += [ax.xaxis.label, ax.yaxis.label]
+            for axis in (ax.xaxis, ax.yaxis):
+                ticks = list(axis.get_majorticklocs())
+                if len(ticks) > 2 and _crowded(axis.get_ticklabels(), renderer):
+                    axis.set_major_locator(FixedLocator(ticks[::2]))
+                    changed = True
+        for text in titles:
+            if text.get_text() and _outside(text.get_window_extent(renderer), frame):
+                changed = _rewrap(text) or changed
+        if not changed:
+            return
 
 
 def _nice_log_ticks(lo: float, hi: float) -> list[float]:
@@ -265,15 +326,15 @@ def rows_height(points: Sequence[Point]) -> float:
 
 
 def title(fig: Figure, text: str) -> None:
-    """The figure's title, wrapped to its width."""
-    fig.suptitle(plain(text, 44, 3), fontsize=11)
+    """The figure's title, wrapped to its width, never cut (:func:`fit` narrows it further)."""
+    fig.suptitle(plain(text, 44, TEXT_LINES), fontsize=11)
 
 
 def labels(ax: Axes, x: str, y: str = "") -> None:
-    """Axis labels, wrapped to fit beside the panel."""
-    ax.set_xlabel(plain(x, 46, 2))
+    """Axis labels, wrapped to fit beside the panel, never cut."""
+    ax.set_xlabel(plain(x, 46, TEXT_LINES))
     if y:
-        ax.set_ylabel(plain(y, 34, 3))
+        ax.set_ylabel(plain(y, 34, TEXT_LINES))
 
 
 def _box(ax: Axes, x: float, y: float) -> Bbox:

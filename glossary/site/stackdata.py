@@ -15,7 +15,7 @@ Nothing is invented here: a value that was not measured stays ``None``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from glossary.resulttext import ResultText
@@ -105,9 +105,30 @@ def element_of(result: Result, slug: str) -> str | None:
     return next((e for e in elements(result) if element_slug(result, e) == slug), None)
 
 
+class StudyText(ResultText):
+    """The study's words in one language, with the glossary term of each element.
+
+    ``terms`` maps an element id to its entry's term in ``lang`` (``forecast`` -> "Método del
+    Acelerador"); :func:`name` puts the study's own name of the method after it. Messages come
+    from the study's catalog, then the site's ``guide`` and ``results`` catalogs.
+    """
+
+    def __init__(self, lang: str, terms: Mapping[str, str] | None = None) -> None:
+        super().__init__(SLUG, lang)
+        self.domains = (SLUG, "guide", "results")
+        self.terms = dict(terms or {})
+
+
 def name(text: ResultText, element: str) -> str:
-    """An element's display name (the study catalog's ``element.<id>``)."""
-    return text.message(f"element.{element}")
+    """An element's display name: its glossary entry's term, then the study's name of the
+    specific method where it says more ("Método del Acelerador (predicción de pasos)"), so that
+    the reader always sees the name of the entry; the study catalog's ``element.<id>`` alone
+    for an element without an entry (``torch.compile``)."""
+    method = text.message(f"element.{element}")
+    term = text.terms.get(element) if isinstance(text, StudyText) else None
+    if not term or term.casefold() == method.casefold():
+        return term or method
+    return f"{term} ({method})"
 
 
 def names(text: ResultText, ids: Sequence[str]) -> str:

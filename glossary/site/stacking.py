@@ -33,7 +33,7 @@ from glossary.site import stackdata as data
 from glossary.site.benchmark import aims_table, provenance
 from glossary.site.context import Context
 from glossary.site.figures import asset_href, chart_figure, chart_path
-from glossary.site.formatting import interval, number
+from glossary.site.formatting import number, ratio, ratio_interval, ratio_with, times
 from glossary.site.markdown import escape_markdown, escape_text, heading, html_attr
 from glossary.site.results import Result
 from glossary.site.urls import relative_href
@@ -51,6 +51,22 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 def composite(ctx: Context) -> Result | None:
     """The stacking study's result, if it was measured."""
     return ctx.results.composites.get(data.SLUG)
+
+
+def element_terms(result: Result | None, lang: str, ctx: Context) -> dict[str, str]:
+    """Each element's glossary term in ``lang`` (elements without an entry are left out)."""
+    terms: dict[str, str] = {}
+    for element in data.elements(result) if result else []:
+        slug = data.element_slug(result, element) if result else None
+        entry = ctx.glossary.get(slug) if slug else None
+        if entry is not None:
+            terms[element] = entry.term(lang)
+    return terms
+
+
+def study_text(lang: str, ctx: Context) -> data.StudyText:
+    """The study's words in ``lang``, naming each element by its entry's term."""
+    return data.StudyText(lang, element_terms(composite(ctx), lang, ctx))
 
 
 def _term_slug(result: Result, element: str, ctx: Context) -> str | None:
@@ -83,15 +99,13 @@ def _html_names(result: Result, text: ResultText, ids: list[str], lang: str, ctx
 
 
 def _times(value: float | None, span: data.Span | None, lang: str) -> str:
-    """``6,1× [5,7–6,5]`` in the page's digits (``—`` when not measured)."""
-    if value is None:
-        return number(None, lang)
-    return number(value, lang, ".3g") + "×" + interval(span, lang)
+    """``6,10× [5,70–6,50]``: three significant figures (``—`` when not measured)."""
+    return times(value, span, lang)
 
 
 def _ratio(value: float | None, span: data.Span | None, lang: str) -> str:
-    """``0,8 [0,74–0,87]`` in the page's digits (``—`` when not measured)."""
-    return number(value, lang, ".3g") + (interval(span, lang) if value is not None else "")
+    """``0,800 [0,740–0,870]``: three significant figures (``—`` when not measured)."""
+    return ratio_with(value, span, lang)
 
 
 # ----------------------------------------------------------------------------- introduction
@@ -170,9 +184,8 @@ def _measured_td(row: data.Row, key: str, lang: str, suffix: str = "") -> str:
     found = data.value(row, key)
     if found is None:
         return _td(number(None, lang), numeric=True)
-    spec = ".3g" if key != "interaction" else ".2f"
-    shown = html_attr(number(found, lang, spec) + suffix)
-    detail = interval(data.span(row, key), lang, spec).strip()
+    shown = html_attr(ratio(found, lang) + suffix)
+    detail = ratio_interval(data.span(row, key), lang).strip()
     if detail:
         shown += f'<br><span class="gl-detail">{html_attr(detail)}</span>'
     return _td(shown, found, numeric=True)
@@ -194,9 +207,9 @@ def _control_td(result: Result, row: data.Row, text: ResultText, lang: str) -> s
     if control is None:
         return _td(number(None, lang))
     shown = html_attr(text.config(control["config"]))
-    ratio = data.value(row, "control_latency_ratio")
-    if ratio is not None:
-        detail = f"{text.metric('control_latency_ratio')}: {number(ratio, lang, '.3g')}"
+    found = data.value(row, "control_latency_ratio")
+    if found is not None:
+        detail = f"{text.metric('control_latency_ratio')}: {ratio(found, lang)}"
         shown += f'<br><span class="gl-detail">{html_attr(detail)}</span>'
     return _td(shown, text.config(control["config"]))
 
@@ -209,7 +222,7 @@ def _verdict_td(result: Result, row: data.Row, text: ResultText) -> str:
 
 def table_row_html(result: Result, row: data.Row, lang: str, ctx: Context) -> str:
     """One ``<tr>`` of the table of stacks, with its anchor."""
-    text = ResultText(data.SLUG, lang)
+    text = study_text(lang, ctx)
     cells = [
         _td(_html_names(result, text, data.members(row), lang, ctx), data.label(text, row)),
         _measured_td(row, "speedup", lang, "×"),
@@ -359,7 +372,7 @@ def stacking_page(lang: str, ctx: Context) -> str:
     """The Markdown of ``<lang>/stacking.md``."""
     from glossary.site.stackplots import INTERACTION, PARETO
 
-    text = ResultText(data.SLUG, lang)
+    text = study_text(lang, ctx)
     lines = intro(text)
     result = composite(ctx)
     if result is None:
@@ -383,7 +396,7 @@ def stack_section(slug: str, lang: str, ctx: Context) -> list[str]:
     element = data.element_of(result, slug) if result else None
     if result is None or element is None:
         return []
-    text = ResultText(data.SLUG, lang)
+    text = study_text(lang, ctx)
     lines = [heading(2, text.message("site.stacks-title"), "stacks"), ""]
     rows = [r for r in data.stack_rows(result) if element in data.members(r)]
     if not rows:

@@ -1,7 +1,8 @@
 """The two charts of the stacking page (:mod:`glossary.site.stacking`), one SVG per language.
 
-* ``stacking-pareto``: every measured configuration's latency relative to the baseline
-  (across) against its FDD ratio to the baseline (up), both logarithmic and both lower-is-better;
+* ``stacking-pareto``: every measured configuration's speedup over the baseline (across, higher
+  is faster, the same direction as the comparison page's charts) against its FDD ratio to the
+  baseline (up, lower is better), both logarithmic;
   the marker gives the row's origin (baseline, single technique, variant, pair, stack, DDIM
   control), bars are the 95% intervals, the DDIM runs with fewer steps are joined as a line (the
   curve every stack has to beat), the Pareto frontier is a step line whose points are numbered
@@ -20,7 +21,7 @@ the page's digits). Every word comes from ``ResultText("stacking", lang)``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 PARETO = "stacking-pareto"
 INTERACTION = "stacking-interaction"
-DOMAINS = (data.SLUG, "results")
+DOMAINS = (data.SLUG, "guide", "results")
 ORIGIN_STYLE = {  # Okabe-Ito colours and distinct shapes
     "baseline": ("s", "#666666"),
     "single": ("o", "#0072B2"),
@@ -51,6 +52,7 @@ CMAP = "PuOr"  # diverging, legible with colour-blindness: below 1 orange, above
 MIN_REACH = 1.25  # the colour scale spans at least 0.8-1.25, so small effects stay pale
 NO_DATA = "—"
 LEGEND_WIDTH = 20  # characters per line of a legend entry in two columns
+LEGEND_LINES = 6  # lines of a legend entry at most: a term and its method are never cut
 AXIS_WIDTH = 40  # characters per line of an axis label
 CROSS = "✗"
 
@@ -61,8 +63,8 @@ class ParetoPoint:
 
     key: str
     origin: str
-    latency: float
-    latency_interval: data.Span | None
+    speedup: float
+    speedup_interval: data.Span | None
     quality: float
     quality_interval: data.Span | None
 
@@ -72,9 +74,9 @@ def pareto_points(result: Result) -> list[ParetoPoint]:
     points = []
     for row in result["rows"]:
         kind = data.origin(row)
-        x, x_span = data.latency_ratio(row)
+        x, x_span = data.value(row, "speedup"), data.span(row, "speedup")
         y = data.value(row, "fd_ratio")
-        if kind in ORIGIN_STYLE and x is not None and y is not None:
+        if kind in ORIGIN_STYLE and x is not None and x > 0 and y is not None:
             points.append(ParetoPoint(row["id"], kind, x, x_span, y, data.span(row, "fd_ratio")))
     return points
 
@@ -83,7 +85,7 @@ def frontier(result: Result, points: Sequence[ParetoPoint]) -> list[ParetoPoint]
     """The points of ``settings.pareto`` that were drawn, fastest first."""
     by_key = {p.key: p for p in points}
     found = [by_key[k] for k in result["settings"].get("pareto", []) if k in by_key]
-    return sorted(found, key=lambda p: p.latency)
+    return sorted(found, key=lambda p: -p.speedup)
 
 
 def budget(result: Result) -> float | None:
@@ -102,9 +104,9 @@ def _points(ax: Axes, points: Sequence[ParetoPoint]) -> None:
     for p in points:
         marker, colour = ORIGIN_STYLE[p.origin]
         ax.errorbar(
-            p.latency,
+            p.speedup,
             p.quality,
-            xerr=_bar(p.latency, p.latency_interval),
+            xerr=_bar(p.speedup, p.speedup_interval),
             yerr=_bar(p.quality, p.quality_interval),
             fmt=marker,
             color=colour,
@@ -118,13 +120,13 @@ def _points(ax: Axes, points: Sequence[ParetoPoint]) -> None:
 
 def _lines(ax: Axes, points: Sequence[ParetoPoint], front: Sequence[ParetoPoint]) -> None:
     ddim = sorted(
-        (p for p in points if p.origin in ("control", "baseline")), key=lambda p: p.latency
+        (p for p in points if p.origin in ("control", "baseline")), key=lambda p: p.speedup
     )
     if len(ddim) >= 2:
-        ax.plot([p.latency for p in ddim], [p.quality for p in ddim], color=CONTROL_LINE, lw=1.2)
+        ax.plot([p.speedup for p in ddim], [p.quality for p in ddim], color=CONTROL_LINE, lw=1.2)
     if front:
         ax.step(
-            [p.latency for p in front],
+            [p.speedup for p in front],
             [p.quality for p in front],
             where="post",
             color=FRONTIER,
@@ -136,7 +138,7 @@ def _lines(ax: Axes, points: Sequence[ParetoPoint], front: Sequence[ParetoPoint]
 def _handle(label: str, width: int = LEGEND_WIDTH, **style: Any) -> Any:
     from matplotlib.lines import Line2D
 
-    return Line2D([], [], label=draw.plain(label, width, 3), **style)
+    return Line2D([], [], label=draw.plain(label, width, LEGEND_LINES), **style)
 
 
 def _pareto_legend(
@@ -163,7 +165,7 @@ def _legend(fig: Figure, handles: list[Any], columns: int, **extra: Any) -> None
 def _draw_pareto(result: Result, text: ResultText, lang: str) -> bytes:
     points = pareto_points(result)
     front, limit = frontier(result, points), budget(result)
-    xs = [v for p in points for v in (p.latency, *(p.latency_interval or ()))]
+    xs = [v for p in points for v in (p.speedup, *(p.speedup_interval or ()))]
     ys = [v for p in points for v in (p.quality, *(p.quality_interval or ()))]
     with draw.figure(6.2) as (fig, ax):
         _lines(ax, points, front)
@@ -174,11 +176,11 @@ def _draw_pareto(result: Result, text: ResultText, lang: str) -> bytes:
         draw.log_axis(ax, "y", [*ys, *([limit] if limit else [])])
         draw.locale_axis(ax.xaxis, lang, "×")
         draw.locale_axis(ax.yaxis, lang)
-        draw.title(fig, text.message("stacking.pareto-chart-title"))
-        ax.set_xlabel(draw.plain(text.message("stacking.axis-latency"), AXIS_WIDTH, 2))
+        draw.title(fig, text.message("stacking.pareto-speed-title"))
+        ax.set_xlabel(draw.plain(text.message("plot.axis-speedup"), AXIS_WIDTH, 2))
         ax.set_ylabel(draw.plain(text.message("stacking.axis-quality"), AXIS_WIDTH, 2))
         _legend(fig, _pareto_legend(text, points, limit), 2)
-        numbered = [(p.latency, p.quality, str(i)) for i, p in enumerate(front, 1)]
+        numbered = [(p.speedup, p.quality, str(i)) for i, p in enumerate(front, 1)]
         draw.place_labels(fig, ax, numbered)
         return draw.to_svg(fig)
 
@@ -190,14 +192,15 @@ def numbered_names(text: ResultText, result: Result) -> str:
     return "; ".join(f"{i}: {data.label(text, rows[p.key])}" for i, p in enumerate(front, 1))
 
 
-def pareto_chart(result: Result, lang: str) -> Chart | None:
-    """The Pareto chart of ``result`` in ``lang`` (not drawn yet), ``None`` with no points."""
-    text = ResultText(data.SLUG, lang)
+def pareto_chart(result: Result, lang: str, terms: Mapping[str, str] | None = None) -> Chart | None:
+    """The Pareto chart of ``result`` in ``lang`` (not drawn yet), ``None`` with no points;
+    ``terms``: each element's glossary term (:class:`glossary.site.stackdata.StudyText`)."""
+    text = data.StudyText(lang, terms)
     points = pareto_points(result)
     if not points:
         return None
     steps = result["settings"].get("base_steps", 50)
-    caption = [text.message("stacking.pareto-caption", {"steps": steps})]
+    caption = [text.message("stacking.pareto-speed-caption", {"steps": steps})]
     front = frontier(result, points)
     if front:
         caption.append(
@@ -208,7 +211,7 @@ def pareto_chart(result: Result, lang: str) -> Chart | None:
         name=PARETO,
         caption=" ".join(caption),
         alt=alt,
-        key=chart_key(PARETO, lang, json.dumps(result, sort_keys=True), domains=DOMAINS),
+        key=chart_key(PARETO, lang, _inputs(result, text), domains=DOMAINS),
         draw=lambda: _draw_pareto(result, text, lang),
     )
 
@@ -327,10 +330,12 @@ def _measured_pairs(result: Result) -> list[tuple[str, str, float]]:
     ]
 
 
-def interaction_chart(result: Result, lang: str) -> Chart | None:
+def interaction_chart(
+    result: Result, lang: str, terms: Mapping[str, str] | None = None
+) -> Chart | None:
     """The interaction heat map of ``result`` in ``lang`` (not drawn yet), ``None`` when the
     study has fewer than two elements."""
-    text = ResultText(data.SLUG, lang)
+    text = data.StudyText(lang, terms)
     ids = data.elements(result)
     if len(ids) < 2:
         return None
@@ -349,11 +354,19 @@ def interaction_chart(result: Result, lang: str) -> Chart | None:
         name=INTERACTION,
         caption=text.message("stacking.interaction-caption"),
         alt=" ".join(alt),
-        key=chart_key(INTERACTION, lang, json.dumps(result, sort_keys=True), domains=DOMAINS),
+        key=chart_key(INTERACTION, lang, _inputs(result, text), domains=DOMAINS),
         draw=lambda: _draw_interaction(result, text, lang),
     )
 
 
-def stacking_charts(result: Result, lang: str) -> list[Chart]:
+def _inputs(result: Result, text: data.StudyText) -> str:
+    """What a chart is drawn from: the result and the terms that name its elements."""
+    return json.dumps([result, text.terms], sort_keys=True)
+
+
+def stacking_charts(
+    result: Result, lang: str, terms: Mapping[str, str] | None = None
+) -> list[Chart]:
     """The charts of the stacking page in ``lang``, not drawn yet (none that has no data)."""
-    return [c for c in (pareto_chart(result, lang), interaction_chart(result, lang)) if c]
+    charts = (pareto_chart(result, lang, terms), interaction_chart(result, lang, terms))
+    return [c for c in charts if c]
