@@ -35,7 +35,7 @@ FIXTURE_ENTRY = FIXTURES / "entries" / "xss-probe.yaml"
 PLANNED_ENTRY = FIXTURES / "entries" / "planned-probe.yaml"
 LANGS = ("en", "es", "ru")
 LANG_PREFIX = {"en": "", "es": "es/", "ru": "ru/"}
-GENERATED = ("terms", "categories", "index-a-z.md", "compare.md", "stacking.md", "results")
+GENERATED = ("terms", "api", "categories", "index-a-z.md", "compare.md", "stacking.md", "results")
 
 
 @dataclass(frozen=True)
