@@ -9,7 +9,8 @@ its search worker, every title and text is folded letter for letter, and so is e
 
 :func:`fold_text` is that fold in Python, for the tests: the rules of
 :func:`glossary.normalize.normalize` (accents stripped, ``ё`` -> ``е``, ``й`` kept), applied
-one UTF-16 unit at a time so that a folded string has the length of the original. That is what
+one UTF-16 unit at a time so that a folded string has the length of the original; and the
+two spellings of the Russian loanword "cache", ``кэш`` and ``кеш``, are one. That is what
 lets the browser show the original text at the positions the worker highlighted in the folded
 one.
 
@@ -21,6 +22,7 @@ how large the index a reader downloads is and whether any such page slipped in.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +41,15 @@ def fold_char(char: str) -> str:
     return char
 
 
+_KESH = re.compile(r"([кК])([эЭ])([шШ])")
+"""Russian writes the loanword "cache" both ways, ``кэш`` and ``кеш``: one spelling for search."""
+
+
 def fold_text(text: str) -> str:
-    """``text`` folded character by character; always as long as ``text``."""
-    return "".join(fold_char(c) for c in text)
+    """``text`` folded character by character (and ``кэш`` as ``кеш``); always as long as
+    ``text``."""
+    folded = "".join(fold_char(c) for c in text)
+    return _KESH.sub(lambda m: m[1] + ("е" if m[2] == "э" else "Е") + m[3], folded)
 
 
 def compact_index(path: Path) -> bool:

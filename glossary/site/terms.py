@@ -135,7 +135,7 @@ def api_page(entry: Entry, lang: str, ctx: Context) -> str | None:
             "  exclude: true",
             "---",
             "",
-            f"# {escape_text(title)}",
+            f"# {escape_text(title)} {{#code-docs}}",
             "",
             f"[{escape_text(term)}](../terms/{entry.slug}.md)",
             "",

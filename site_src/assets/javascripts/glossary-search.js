@@ -14,8 +14,9 @@
 
    4. Accent-blind search, same ranking with or without accents: the index is shipped as the
       pages read; when Material hands it to its worker, every title and text is folded letter
-      for letter (accents dropped, ё -> е, й kept: the rules of glossary.normalize, written so
-      that the length of a string never changes), and so is every query. A query typed with
+      for letter (accents dropped, ё -> е, й kept: the rules of glossary.normalize; кэш -> кеш,
+      the two spellings of "cache"; written so that the length of a string never changes), and
+      so is every query. A query typed with
       or without accents then meets the same tokens, scored the same. The worker's answer
       highlights positions in the folded text; since folding keeps every position, the same
       slices of the original text are shown, with the reader's accents, never a folded word.
@@ -79,8 +80,13 @@
     return folded;
   }
 
+  /* Russian writes the loanword "cache" both ways, кэш and кеш: one spelling for search. */
   function fold(text) {
-    return String(text).replace(/[^\x00-\x7f]/g, foldChar);
+    return String(text)
+      .replace(/[^\x00-\x7f]/g, foldChar)
+      .replace(/([кК])([эЭ])([шШ])/g, function (_, k, e, sh) {
+        return k + (e === "\u044d" ? "\u0435" : "\u0415") + sh;
+      });
   }
 
   var originals = Object.create(null); // location -> {title, text} as the page reads
