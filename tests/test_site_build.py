@@ -293,6 +293,26 @@ def test_the_docstring_check_sees_both_defects() -> None:
     ]
 
 
+def test_docstrings_are_rewritten_for_python_markdown() -> None:
+    """The shapes the reference docstrings use (glossary/site/docstrings.py), one by one."""
+    from glossary.site.docstrings import readable
+
+    # a title and its underline on one line, the next sentence after it
+    assert readable("Timestep grids ============== The first") == "# Timestep grids\n\nThe first"
+    # a two-line title under its underline; a "-" underline is a second-level heading
+    assert readable("Production (on the zoo,\n[`x`][y])\n=====\n* a") == (
+        "# Production (on the zoo, [`x`][y])\n\n* a"
+    )
+    assert readable("Idea\n----\ntext") == "## Idea\n\ntext"
+    assert readable("a --- b\nc") == "a --- b\nc"  # a dash in prose stays a dash
+    # a list after a sentence, two-space continuations, a marker alone on its line
+    assert readable("Text:\n* one\n  more\n*\n  two") == "Text:\n\n* one\n    more\n* two"
+    # a reST simple table becomes a Markdown table; a ragged one, a code block
+    table = "==  ==\nab  cd\n==  ==\nx   y\n==  =="
+    assert readable(table) == "| ab | cd |\n|---|---|\n| x | y |\n"
+    assert readable("==  ==\na b  c  d\n==  ==").startswith("```text\n")
+
+
 def test_docstrings_render_as_headings_lists_and_tables(
     built: BuiltSite, glossary: Glossary
 ) -> None:

@@ -27,7 +27,9 @@ from typing import Any
 import griffe
 
 _RULE = r"(?:={3,}|-{3,})"
-_TITLE_AND_RULE = re.compile(rf"^(?P<title>\S.*?) (?P<rule>{_RULE})(?: +(?P<rest>\S.*))?$")
+# A title and its "=" underline reflowed onto one line: only "=" (a run of dashes in prose is
+# a dash), and only an underline exactly as long as the title.
+_TITLE_AND_RULE = re.compile(r"^(?P<title>\S.*?) (?P<rule>={3,})(?: +(?P<rest>\S.*))?$")
 _RULE_LINE = re.compile(rf"^(?P<rule>{_RULE})(?: +(?P<rest>\S.*))?$")
 _TABLE_BORDER = re.compile(r"^=+(?: {2,}=+)+ *$")
 _BULLET = re.compile(r"^(?P<marker>[*-]|\d+\.)(?: +(?P<text>\S.*))?$")
