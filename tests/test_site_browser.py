@@ -350,6 +350,8 @@ def test_search_without_accents_finds_the_accented_term(
 
 _SNIPPETS = """() => [...document.querySelectorAll(".md-search-result__item")]
   .map(item => item.textContent).join(" ")"""
+_HIGHLIGHTS = """() => [...document.querySelectorAll("a.md-search-result__link")]
+  .map(a => new URL(a.href).searchParams.get("h") || "").join(" ").toLowerCase().split(" ")"""
 
 
 @pytest.mark.parametrize(
@@ -373,6 +375,9 @@ def test_search_ranks_the_same_with_or_without_accents_and_shows_the_text_as_wri
     assert page.evaluate(_SNIPPETS).casefold() == snippets
     if plain in ("destilacion",):  # Spanish always writes it with its accent
         assert accented in snippets and not re.search(rf"\b{plain}\b", snippets)
+        # the page a result opens highlights the word as it is written there
+        highlights = page.evaluate(_HIGHLIGHTS)
+        assert accented in highlights and plain not in highlights, highlights
 
 
 @pytest.mark.parametrize("lang", site_support.LANGS)

@@ -120,6 +120,59 @@
       .join("");
   }
 
+  var queryWords = Object.create(null); // folded word of the last query -> as the reader typed
+
+  function rememberQuery(query) {
+    queryWords = Object.create(null);
+    String(query)
+      .toLowerCase()
+      .split(/[\s\-]+/)
+      .forEach(function (word) {
+        if (word) queryWords[fold(word)] = word;
+      });
+  }
+
+  /* A result's query terms name the words the reader typed (Material shows a missing one,
+     struck out) or, for a found one, the word as the page writes it (Material passes it to
+     the page it opens, which highlights it): never the folded form. */
+  var LETTERS = /[\p{L}\p{N}]/u;
+
+  function pageForm(term, original) {
+    var folded = fold(original);
+    var escaped = term.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    var found = new RegExp("(^|[^\\p{L}\\p{N}])" + escaped, "iu").exec(folded);
+    if (!found) return null;
+    var start = found.index + found[1].length;
+    var end = start + term.length;
+    while (end < folded.length && LETTERS.test(folded[end])) end++;
+    return original.slice(start, end).toLowerCase();
+  }
+
+  function readerTerms(item, original) {
+    var text = original.title + " " + original.text.replace(/<[^>]*>/g, " ");
+    var terms = {};
+    Object.keys(item.terms || {}).forEach(function (term) {
+      var found = item.terms[term];
+      terms[(found && pageForm(term, text)) || queryWords[term] || term] = found;
+    });
+    return terms;
+  }
+
+  /* Material completes the query from the words of a matching title: with a title's spelling. */
+  function readerSuggestions(data) {
+    var titles = data.items.map(function (group) {
+      var original = group[0] && originals[group[0].location];
+      return original ? String(original.title) : "";
+    });
+    return data.suggest.map(function (term) {
+      for (var i = 0; i < titles.length; i++) {
+        var written = pageForm(term, titles[i]);
+        if (written) return written;
+      }
+      return term;
+    });
+  }
+
   function restoreText(groups) {
     groups.forEach(function (group) {
       group.forEach(function (item) {
@@ -127,6 +180,7 @@
         if (!original) return;
         item.title = unfold(item.title, original.title);
         item.text = unfold(item.text, original.text);
+        item.terms = readerTerms(item, original);
       });
     });
   }
@@ -136,6 +190,7 @@
     if (message && message.type === RESULT && message.data && message.data.items) {
       restoreText(message.data.items);
       message.data.items = ownLanguageFirst(message.data.items, pageLanguage());
+      if (message.data.suggest) message.data.suggest = readerSuggestions(message.data);
     }
   }
 
@@ -145,6 +200,7 @@
       return { type: SETUP, data: foldedIndex(message.data) };
     }
     if (message && message.type === QUERY && typeof message.data === "string") {
+      rememberQuery(message.data);
       return { type: QUERY, data: fold(message.data) };
     }
     return message;
