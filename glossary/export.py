@@ -5,15 +5,18 @@ Formats
 * ``json`` - the whole model, one object per entry (what :mod:`glossary.model` holds).
 * ``csv`` - one row per entry: ``slug, kind, category``, the term in each language (columns
   named by language code), then ``<lang>_aliases`` (joined with ``"; "``) and
-  ``<lang>_definition``. A cell that a spreadsheet would read as a formula (it starts with
-  ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) is written with a leading ``'``
-  (OWASP's rule against CSV injection); ``glossary validate`` warns about such terms.
+  ``<lang>_definition``, then ``<lang>_note``: the accuracy note that corrects or qualifies
+  that definition (empty when it has none), so a definition never travels without it. A cell
+  that a spreadsheet would read as a formula (it starts with ``=``, ``+``, ``-``, ``@``, a tab
+  or a carriage return) is written with a leading ``'`` (OWASP's rule against CSV injection);
+  ``glossary validate`` warns about such terms.
 * ``tbx`` - TermBase eXchange v3, ISO 30042:2019, TBX-Basic dialect in the DCA style
   (``<tbx type="TBX-Basic" style="dca">``, namespace ``urn:iso:std:iso:30042:ed-2``). One
   ``conceptEntry`` per entry, one ``langSec`` per language, one ``termSec`` per term and alias.
   The preferred term is ``fullForm``/``preferredTerm-admn-sts``; aliases are ``acronym`` (all
   capitals), ``abbreviation`` (a short form of a longer name) or ``variant``, and
-  ``admittedTerm-admn-sts``.
+  ``admittedTerm-admn-sts``. A language's accuracy note follows its definition as a ``note``
+  of the same ``langSec``.
 * ``tbx2`` - the same content in TBX v2 (ISO 30042:2008, ``<martif type="TBX-Basic">``,
   ``termEntry``/``langSet``/``tig``) for tools that read only v2.
 * ``skos`` - a SKOS concept scheme as JSON-LD: one ``skos:Concept`` per entry with
@@ -135,6 +138,7 @@ def csv_header() -> list[str]:
         *LANGS,
         *(f"{code}_aliases" for code in LANGS),
         *(f"{code}_definition" for code in LANGS),
+        *(f"{code}_note" for code in LANGS),
     ]
 
 
@@ -177,6 +181,7 @@ def write_csv(g: Glossary, out: TextIO) -> None:
                 *(e.lang[c].term for c in LANGS),
                 *(ALIAS_SEPARATOR.join(e.lang[c].aliases) for c in LANGS),
                 *(e.lang[c].definition for c in LANGS),
+                *(e.lang[c].note or "" for c in LANGS),
             ]
         )
 
@@ -227,6 +232,15 @@ def _concept_common(el: ET.Element, e: Entry) -> None:
         _sub(el, "admin", _source_text(s), type="source")
 
 
+def _definition(sec: ET.Element, e: Entry, code: str) -> None:
+    """The definition of a language section, then its accuracy note (TBX-Basic ``note``), if
+    any: a tool that imports the definition imports its correction with it."""
+    _sub(sec, "descrip", e.lang[code].definition, type="definition")
+    note = e.lang[code].note
+    if note:
+        _sub(sec, "note", note)
+
+
 def tbx3_tree(g: Glossary) -> ET.ElementTree:
     """The TBX v3 (TBX-Basic, DCA style) document."""
     root = ET.Element(
@@ -244,7 +258,7 @@ def _tbx3_concept(e: Entry) -> ET.Element:
     _concept_common(concept, e)
     for code in LANGS:
         sec = ET.SubElement(concept, "langSec", {XML_LANG: code})
-        _sub(sec, "descrip", e.lang[code].definition, type="definition")
+        _definition(sec, e, code)
         for term, term_type, status in _term_groups(e, code):
             ts = _sub(sec, "termSec")
             _sub(ts, "term", term)
@@ -263,7 +277,7 @@ def tbx2_tree(g: Glossary) -> ET.ElementTree:
         _concept_common(entry, e)
         for code in LANGS:
             lang_set = ET.SubElement(entry, "langSet", {XML_LANG: code})
-            _sub(lang_set, "descrip", e.lang[code].definition, type="definition")
+            _definition(lang_set, e, code)
             for term, term_type, status in _term_groups(e, code):
                 tig = _sub(lang_set, "tig")
                 _sub(tig, "term", term)

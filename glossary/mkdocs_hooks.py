@@ -97,26 +97,74 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
+UNSEARCHED_PAGES = ("index-a-z.md",)
+"""Generated pages kept out of the search index: the A-Z index only repeats every term and alias
+as a link to its page, which the same query finds first."""
+
+
+def on_page_markdown(markdown: str, page: Any, config: MkDocsConfig, files: Any) -> str:
+    """Keep the pages of :data:`UNSEARCHED_PAGES` out of the search index (Material reads
+    ``search.exclude`` from the page's metadata)."""
+    if page.file.src_uri.rsplit("/", 1)[-1] in UNSEARCHED_PAGES:
+        search = page.meta.get("search") if isinstance(page.meta.get("search"), dict) else {}
+        page.meta["search"] = {**search, "exclude": True}
+    return markdown
+
+
 def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Any) -> str:
     """Wrap every table in a named, keyboard-focusable scroll region (WCAG 2.1.1: a region that
-    scrolls must be reachable without a mouse), labelled in the page's language."""
+    scrolls must be reachable without a mouse), labelled in the page's language; on a code
+    documentation page, mark mkdocstrings' English output as English (:func:`mark_english`)."""
     from glossary.resulttext import ResultText
 
     uri = page.file.src_uri
     lang = uri.split("/", 1)[0] if uri.split("/", 1)[0] in LANGS else "en"
     label = ResultText("results", lang).message("site.table-region")
-    opening = f'<div class="gl-table" role="region" tabindex="0" aria-label="{label}"><table'
+    opening = (
+        f'<div class="gl-table" role="region" tabindex="0" aria-label="{label}" '
+        "data-search-exclude><table"
+    )
     html = _TABLE_RE.sub(lambda m: label_cells(m.group(0)), html)
-    return html.replace("<table", opening).replace("</table>", "</table></div>")
+    html = html.replace("<table", opening).replace("</table>", "</table></div>")
+    html = _unsearched(html)
+    return mark_english(html) if _API_PAGE.match(uri) and lang != "en" else html
+
+
+_TABS = re.compile(r'(<div class="tabbed-set[^"]*")')
+
+
+def _unsearched(html: str) -> str:
+    """Keep the content tabs of measurements out of the search index, like the tables (their
+    region is marked where it is written): their cells are numbers and configuration names,
+    which a reader does not search for, and they made up much of the index every reader
+    downloads."""
+    return _TABS.sub(r"\1 data-search-exclude", html)
+
+
+_API_PAGE = re.compile(r"^(?:[a-z]{2}/)?api/[^/]+\.md$")
+_DOC_OBJECT = '<div class="doc doc-object'
+
+
+def mark_english(html: str) -> str:
+    """Mark everything from mkdocstrings' first object to the end of the page ``lang="en"``, so
+    that a screen reader reads the English docstrings, signatures and source as English on a
+    Spanish or Russian page (WCAG 3.1.2, language of parts)."""
+    start = html.find(_DOC_OBJECT)
+    if start < 0:
+        return html
+    return f'{html[:start]}<div lang="en" class="gl-code-docs">{html[start:]}</div>'
 
 
 _TABLE_RE = re.compile(r"<table\b.*?</table>", re.S)
-_CELL_RE = re.compile(r"<td\b")
+_CELL_RE = re.compile(r"<td\b([^>]*)>(.*?)</td>", re.S)
 
 
 def label_cells(table: str) -> str:
     """Give each body cell of a table the text of its column's header as ``data-label``, so
-    that on a phone (``glossary.css``) every row shows as a card of labelled values."""
+    that on a phone (``glossary.css``) every row shows as a card of labelled values. The value
+    is wrapped in one ``span.gl-value``: in a card the label and the value are the two columns
+    of a grid, and a value with a line break (an interval under its figure, "estimate", the
+    "+" of a combination) stays in its own column instead of wrapping under the label."""
     head, _, body = table.partition("</thead>")
     labels = [
         html_module.escape(" ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", h)).split()))
@@ -127,15 +175,25 @@ def label_cells(table: str) -> str:
 
     def row(match: re.Match[str]) -> str:
         cells = iter(labels)
-        return _CELL_RE.sub(lambda _: f'<td data-label="{next(cells, "")}"', match.group(0))
+
+        def cell(found: re.Match[str]) -> str:
+            attrs, content = found.group(1), found.group(2)
+            label = next(cells, "")
+            return f'<td data-label="{label}"{attrs}><span class="gl-value">{content}</span></td>'
+
+        return _CELL_RE.sub(cell, match.group(0))
 
     return head + "</thead>" + re.sub(r"<tr\b.*?</tr>", row, body, flags=re.S)
 
 
 @event_priority(-100)  # last: after mkdocs-static-i18n has built and indexed every language
 def on_post_build(config: MkDocsConfig) -> None:
-    """Make the search index accent-blind (see :mod:`glossary.site.search`)."""
-    from glossary.site.search import fold_index
+    """Log the size of the search index a reader downloads (see :mod:`glossary.site.search`:
+    the index is shipped as the pages read, and folded in the reader's browser)."""
+    from glossary.site.search import compact_index, index_report
 
-    changed = fold_index(Path(config.site_dir))
-    log.info("glossary search: %d documents also indexed without accents", changed)
+    path = Path(config.site_dir) / "search" / "search_index.json"
+    if path.is_file():
+        compact_index(path)
+        report = index_report(Path(config.site_dir))
+        log.info("glossary search: %d documents, %d bytes", report.documents, report.size)

@@ -37,6 +37,7 @@ LANGS = ("en", "es", "ru")
 LANG_PREFIX = {"en": "", "es": "es/", "ru": "ru/"}
 GENERATED = (
     "terms",
+    "api",
     "categories",
     "index-a-z.md",
     "compare.md",

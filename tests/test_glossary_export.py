@@ -8,6 +8,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import pytest
 from glossary_support import VALID, datasets, private_cache
@@ -59,6 +60,7 @@ def test_csv_round_trip(directory: Path) -> None:
             aliases = r[f"{code}_aliases"]
             assert (aliases.split("; ") if aliases else []) == list(e.lang[code].aliases)
             assert r[f"{code}_definition"] == e.lang[code].definition
+            assert r[f"{code}_note"] == (e.lang[code].note or "")
 
 
 def check_terms(entry_el: ET.Element, e, lang_tag: str, group_tag: str, ns: str) -> None:  # type: ignore[no-untyped-def]
@@ -68,6 +70,10 @@ def check_terms(entry_el: ET.Element, e, lang_tag: str, group_tag: str, ns: str)
         sec = secs[0]
         definition = sec.find(f"{ns}descrip[@type='definition']")
         assert definition is not None and definition.text == e.lang[code].definition
+        # the accuracy note travels with the definition it corrects
+        assert [n.text for n in sec.findall(f"{ns}note")] == [
+            note for note in [e.lang[code].note] if note
+        ]
         groups = sec.findall(f"{ns}{group_tag}")
         terms = [g.findtext(f"{ns}term") for g in groups]
         assert terms == list(e.lang[code].names)
@@ -136,6 +142,8 @@ def test_skos_round_trip(directory: Path) -> None:
         alt = {(a["@value"], a["@language"]) for a in c["skos:altLabel"]}
         assert alt == {(a, lg) for lg in LANGS for a in e.lang[lg].aliases}
         assert {d["@language"] for d in c["skos:definition"]} == set(LANGS)
+        notes = [(n["@value"], n["@language"]) for n in c.get("skos:scopeNote", [])]
+        assert notes == [(e.lang[lg].note, lg) for lg in LANGS if e.lang[lg].note]
         assert {r["@id"] for r in c["skos:related"]} <= ids
         two_way = [r for r in e.related if r not in e.one_way]
         assert {f"{BASE}{r}" for r in two_way} <= {r["@id"] for r in c["skos:related"]}
@@ -143,6 +151,20 @@ def test_skos_round_trip(directory: Path) -> None:
         assert [s.get("@id") for s in c["dct:source"] if isinstance(s, dict)] == [
             s.link for s in e.sources if s.link
         ]
+
+
+def test_every_accuracy_note_of_the_project_is_exported_with_its_definition() -> None:
+    """The project's technique entries correct the definition they were given in an accuracy
+    note: the CSV, TBX and SKOS downloads carry each of those notes, not the definition alone."""
+    g = load_glossary()
+    noted = [(e, code) for e in g for code in LANGS if e.lang[code].note]
+    assert noted  # the project's entries have notes; otherwise this would check nothing
+    rows = {r["slug"]: r for r in csv.DictReader(io.StringIO(export.export_text(g, "csv")))}
+    tbx = export.export_text(g, "tbx")
+    for e, code in noted:
+        note = e.lang[code].note
+        assert rows[e.slug][f"{code}_note"] == note
+        assert f"<note>{escape(note)}</note>" in tbx, (e.slug, code)
 
 
 @pytest.mark.parametrize(

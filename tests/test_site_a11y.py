@@ -108,3 +108,21 @@ def test_table_regions_are_named_in_the_page_language_and_focusable(tab: Any, la
     )
     label = ResultText("results", lang).message("site.table-region")
     assert regions and all(region == [0, label] for region in regions), regions
+
+
+def test_code_documentation_page_has_no_critical_or_serious_violation(
+    browser: Any, base_url: str
+) -> None:
+    """The API page of a technique (English mkdocstrings output marked lang="en" on a Spanish
+    page): one variant, it is long."""
+    browser_support.axe_script()
+    with browser_support.context(browser, base_url, **VARIANTS["light"]) as ctx:
+        ctx.add_init_script(browser_support.NOT_FIRST_VISIT)
+        page = ctx.new_page()
+        found = violations(page, "es/api/feature-caching/")
+        assert page.evaluate("document.documentElement.lang") == "es"
+        english = page.evaluate(
+            "() => document.querySelector('.doc-object').closest('[lang]').lang"
+        )
+        assert english == "en"
+        assert blocking(found) == []

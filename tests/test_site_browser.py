@@ -7,10 +7,13 @@ Screenshots of a term page in each language go to artifacts/screenshots/ (git-ig
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from glossary.site.search import fold_text
 
 try:
     from tests import browser_support, site_support
@@ -100,7 +103,8 @@ def _search_results(page: Any, start: str, query: str) -> list[tuple[str, str, s
     page.goto(start)
     page.locator("input.md-search__input").click()
     _press_keys(page, query)
-    page.wait_for_function("query => window.__rendered === query", arg=query)
+    # glossary-search.js folds each query before the worker sees it
+    page.wait_for_function("query => window.__rendered === query", arg=fold_text(query))
     items = page.locator(".md-search-result__item")
     return [tuple(found) for found in items.evaluate_all(_RESULTS)]
 
@@ -344,6 +348,38 @@ def test_search_without_accents_finds_the_accented_term(
     assert target in found, found
 
 
+_SNIPPETS = """() => [...document.querySelectorAll(".md-search-result__item")]
+  .map(item => item.textContent).join(" ")"""
+_HIGHLIGHTS = """() => [...document.querySelectorAll("a.md-search-result__link")]
+  .map(a => new URL(a.href).searchParams.get("h") || "").join(" ").toLowerCase().split(" ")"""
+
+
+@pytest.mark.parametrize(
+    ("lang", "accented", "plain"),
+    [
+        ("es", "destilación", "destilacion"),
+        ("ru", "учётом", "учетом"),
+        ("ru", "кэширование", "кеширование"),  # both spellings of the loanword are in use
+    ],
+)
+def test_search_ranks_the_same_with_or_without_accents_and_shows_the_text_as_written(
+    page: Any, lang: str, accented: str, plain: str
+) -> None:
+    """A phone keyboard types without accents: the same results in the same order, and the
+    snippets show the pages' words as they are written, never a folded keyword."""
+    start = site_support.LANG_PREFIX[lang]
+    with_accents = _search_results(page, start, accented)
+    snippets = page.evaluate(_SNIPPETS).casefold()
+    without = _search_results(page, start, plain)
+    assert with_accents and without == with_accents
+    assert page.evaluate(_SNIPPETS).casefold() == snippets
+    if plain in ("destilacion",):  # Spanish always writes it with its accent
+        assert accented in snippets and not re.search(rf"\b{plain}\b", snippets)
+        # the page a result opens highlights the word as it is written there
+        highlights = page.evaluate(_HIGHLIGHTS)
+        assert accented in highlights and plain not in highlights, highlights
+
+
 @pytest.mark.parametrize("lang", site_support.LANGS)
 def test_search_results_of_the_page_language_come_first_and_say_their_language(
     page: Any, lang: str
@@ -446,3 +482,34 @@ def test_the_chart_text_check_sees_a_cut_and_an_overlap(browser: Any, base_url: 
         found = tab.evaluate(_TEXT_BOXES)
         assert found["outside"] == ["cut at the edge"]
         assert ["one label", "another"] in found["overlapping"]
+
+
+# Every card value that holds a line break (an interval under its figure, "estimate", the "+" of
+# a combination): where its lines start, against the value column and the label.
+_CARD_BREAKS = """() => [...document.querySelectorAll("td[data-label] > .gl-value")]
+  .filter(value => value.querySelector("br"))
+  .map(value => {
+    const range = document.createRange();
+    range.selectNodeContents(value);
+    const lines = [...range.getClientRects()].filter(r => r.width > 0);
+    const cell = value.closest("td").getBoundingClientRect();
+    return {value: value.getBoundingClientRect().left, cell: cell.left,
+            first: Math.min(...lines.map(r => r.left)), text: value.textContent.slice(0, 40)};
+  })"""
+
+
+def test_card_values_with_line_breaks_stay_in_the_value_column_on_a_phone(
+    browser: Any, base_url: str
+) -> None:
+    found = []
+    with browser_support.context(browser, base_url, viewport=browser_support.PHONE) as ctx:
+        tab = ctx.new_page()
+        for path in ("es/compare/", "ru/compare/", "es/stacking/", "ru/stacking/"):
+            tab.goto(path)
+            found += [(path, v) for v in tab.evaluate(_CARD_BREAKS)]
+    assert found  # the pages have such values: the check checks something
+    for path, value in found:
+        # the value column starts well right of the card's edge (the label is on the left),
+        # and no line of the value starts left of it, under the label
+        assert value["value"] > value["cell"] + 40, (path, value)
+        assert value["first"] >= value["value"] - 1, (path, value)

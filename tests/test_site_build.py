@@ -110,11 +110,54 @@ def test_search_index_covers_three_languages(built: BuiltSite) -> None:
     ).is_file()
 
 
+SEARCH_INDEX_BUDGET = 1_000_000  # bytes a reader downloads on a first search
+
+
+def test_search_index_is_small_and_holds_the_pages_as_they_read(built: BuiltSite) -> None:
+    """Under 1 MB: the English API pages, the A-Z list and the tables of figures stay out, and no
+    folded copy of any word is shipped (the reader's browser folds; glossary-search.js)."""
+    from glossary.site.search import fold_text, index_report
+
+    report = index_report(built.site)
+    print(f"search index: {report.size} bytes, {report.documents} documents")
+    assert report.size < SEARCH_INDEX_BUDGET
+    assert not [loc for loc in report.locations if "api/" in loc or "#reference." in loc]
+    assert not [loc for loc in report.locations if "index-a-z/" in loc]
+    assert "es/terms/knowledge-distillation/" in report.locations
+    docs = json.loads(report.path.read_text("utf-8"))["docs"]
+    spanish = " ".join(d["text"] for d in docs if d["location"].startswith("es/"))
+    words = set(re.findall(r"\w+", spanish.casefold()))
+    folded_only = {fold_text(w) for w in words if fold_text(w) != w} - words
+    # words the Spanish pages always write accented never appear folded in the index
+    assert {"destilación", "aceleración", "características"} <= words
+    assert {"destilacion", "aceleracion", "caracteristicas"} <= folded_only
+
+
+def test_search_finds_each_definition_with_its_accuracy_note(
+    built: BuiltSite, glossary: Glossary
+) -> None:
+    """A search result for a definition shows the note that corrects it: both are one section
+    of the index."""
+    from glossary.site.search import index_report
+
+    docs = json.loads(index_report(built.site).path.read_text("utf-8"))["docs"]
+    texts = {d["location"]: html_module.unescape(re.sub(r"<[^>]+>", "", d["text"])) for d in docs}
+    noted = [(e, lang) for e in glossary for lang in LANGS if e.text(lang).note]
+    assert noted
+    for entry, lang in noted:
+        section = " ".join(
+            texts[f"{site_support.LANG_PREFIX[lang]}terms/{entry.slug}/#definition"].split()
+        )
+        assert " ".join(entry.text(lang).note.split())[:60] in section, (lang, entry.slug)
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_headings_have_explicit_ids(built: BuiltSite, lang: str) -> None:
     html = built.html(lang, "terms/feature-caching")
-    ids = re.findall(r'<h2 id="([^"]+)"', html)
-    assert ids[:5] == ["definition", "explanation", "run-it", "benchmark", "sources"]
+    ids = re.findall(r'<h2[^>]* id="([^"]+)"', html)
+    # the reader's part first: definition, explanation, what was measured; then the code
+    assert ids[:3] == ["definition", "explanation", "benchmark"]
+    assert ids.index("benchmark") < ids.index("run-it") < ids.index("api") < ids.index("sources")
     assert not [i for i in ids if re.search(r"_\d+$", i)]
 
 
@@ -150,11 +193,32 @@ def test_technique_without_results_shows_no_figures(built: BuiltSite, glossary: 
         assert "<table>" not in section and "<img" not in section
 
 
-def test_run_command_and_api_of_an_implemented_module(built: BuiltSite) -> None:
-    html = built.html("es", "terms/xss-probe")
-    assert ".venv/bin/python -m site_fixture_technique" in re.sub(r"<[^>]+>", "", html)
-    api = html.split('id="api"')[1]
-    assert 'class="doc doc-object doc-function"' in api and "double" in api
+API_INTRO = {
+    "en": "The code documentation of the reference implementation is in English",
+    "es": "La documentación del código de la implementación de referencia está en inglés",
+    "ru": "Документация кода эталонной реализации — на английском",
+}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_run_command_and_api_of_an_implemented_module(built: BuiltSite, lang: str) -> None:
+    """The term page says how to run the code and links to the API page; the API page (its own
+    page) opens with one sentence in the reader's language and marks mkdocstrings' output as
+    English."""
+    markup = built.html(lang, "terms/xss-probe")
+    assert ".venv/bin/python -m site_fixture_technique" in re.sub(r"<[^>]+>", "", markup)
+    section = markup.split('id="api"')[1].split("<h2")[0]
+    assert "doc-object" not in markup
+    assert re.search(r'<a href="\.\./\.\./api/xss-probe/" hreflang="en">', section), section
+    api = built.html(lang, "api/xss-probe")
+    article = _article(api)
+    intro = article.split('<div lang="en"' if lang != "en" else '<div class="doc', 1)[0]
+    assert API_INTRO[lang] in html_module.unescape(re.sub(r"<[^>]+>", "", intro))
+    assert 'class="doc doc-object doc-function"' in article and "double" in article
+    if lang != "en":  # the English reference read with English phonetics
+        english = article.split('<div lang="en" class="gl-code-docs">', 1)
+        assert len(english) == 2 and "doc-object" not in english[0], lang
+    assert 'href="../../terms/xss-probe/"' in article
 
 
 def test_planned_module_has_no_api_section_rendered(built: BuiltSite, glossary: Glossary) -> None:
@@ -163,6 +227,129 @@ def test_planned_module_has_no_api_section_rendered(built: BuiltSite, glossary: 
     api = built.html("ru", f"terms/{planned[0].slug}").split('id="api"')[1]
     assert "doc-object" not in api
     assert planned[0].reference.module in api
+    assert not built.page("ru", f"api/{planned[0].slug}").exists()
+
+
+# The headings a technique page writes (glossary/site/terms.py, benchmark.py, stacking.py): its
+# table of contents shows these, in the reader's language, and no docstring heading.
+TERM_SECTIONS = {
+    "definition",
+    "explanation",
+    "benchmark",
+    "aims",
+    "notes",
+    "figures",
+    "stacks",
+    "run-it",
+    "api",
+    "sources",
+    "libraries",
+    "related",
+}
+PAGE_WEIGHT = 120_000  # bytes of HTML of a technique page
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_technique_pages_are_light_and_their_contents_are_the_readers(
+    built: BuiltSite, glossary: Glossary, lang: str
+) -> None:
+    heavy, foreign = [], []
+    for entry in glossary.techniques():
+        page = built.page(lang, f"terms/{entry.slug}")
+        markup = page.read_text(encoding="utf-8")
+        if page.stat().st_size >= PAGE_WEIGHT:
+            heavy.append(f"{entry.slug}: {page.stat().st_size} bytes")
+        toc = markup.split('class="md-nav md-nav--secondary"', 1)[1].split("</nav>", 1)[0]
+        anchors = set(re.findall(r'href="#([^"]+)"', toc))
+        foreign += [f"{entry.slug}: #{a}" for a in sorted(anchors - TERM_SECTIONS)]
+        assert "doc-object" not in markup and "Source code in" not in markup, entry.slug
+    assert heavy == [] and foreign == []
+
+
+_LITERAL_RULE = re.compile(r"(?:^|\s)(?:={3,}|-{3,})(?:\s|$)")
+_LIST_IN_PARAGRAPH = re.compile(r"(?:^|\n)\s*(?:[*-]|\d+\.)(?:\s|$)")
+
+
+def docstring_defects(markup: str) -> list[str]:
+    """Paragraphs of mkdocstrings' output that show a setext underline or a run-in list."""
+    docs = markup.split('class="doc doc-object', 1)
+    if len(docs) < 2:
+        return []
+    found = []
+    for paragraph in re.findall(r"<p>(.*?)</p>", docs[1], re.S):
+        text = html_module.unescape(re.sub(r"<[^>]+>", "", paragraph))
+        if _LITERAL_RULE.search(text):
+            found.append(f"underline: {text[:80]!r}")
+        if _LIST_IN_PARAGRAPH.search(text):
+            found.append(f"list in a paragraph: {text[:80]!r}")
+    return found
+
+
+def test_the_docstring_check_sees_both_defects() -> None:
+    page = '<div class="doc doc-object"><p>Pitfalls ======== * The cache</p><p>a\n* b</p></div>'
+    assert [d.split(":")[0] for d in docstring_defects(page)] == [
+        "underline",
+        "list in a paragraph",
+    ]
+
+
+def test_docstrings_are_rewritten_for_python_markdown() -> None:
+    """The shapes the reference docstrings use (glossary/site/docstrings.py), one by one."""
+    from glossary.site.docstrings import readable
+
+    # a title and its underline on one line, the next sentence after it
+    assert readable("Timestep grids ============== The first") == "# Timestep grids\n\nThe first"
+    # a two-line title under its underline; a "-" underline is a second-level heading
+    assert readable("Production (on the zoo,\n[`x`][y])\n=====\n* a") == (
+        "# Production (on the zoo, [`x`][y])\n\n* a"
+    )
+    assert readable("Idea\n----\ntext") == "## Idea\n\ntext"
+    assert readable("a --- b\nc") == "a --- b\nc"  # a dash in prose stays a dash
+    # a list after a sentence, two-space continuations, a marker alone on its line
+    assert readable("Text:\n* one\n  more\n*\n  two") == "Text:\n\n* one\n    more\n* two"
+    # a reST simple table becomes a Markdown table; a ragged one, a code block
+    table = "==  ==\nab  cd\n==  ==\nx   y\n==  =="
+    assert readable(table) == "| ab | cd |\n|---|---|\n| x | y |\n"
+    assert readable("==  ==\na b  c  d\n==  ==").startswith("```text\n")
+
+
+def test_docstrings_render_as_headings_lists_and_tables(
+    built: BuiltSite, glossary: Glossary
+) -> None:
+    """The reference docstrings use setext headings, two-space list continuations and reST
+    tables; on every API page they are headings, lists and tables, not literal underlines or a
+    list run into one paragraph (glossary/site/docstrings.py)."""
+    found = []
+    pages = [built.page("es", f"api/{e.slug}") for e in glossary.techniques()]
+    pages = [p for p in pages if p.is_file()]
+    assert len(pages) >= 15
+    for page in pages:
+        markup = page.read_text(encoding="utf-8")
+        found += [f"{page.parent.name}: {d}" for d in docstring_defects(markup)]
+    assert found == []
+    markup = built.html("es", "api/feature-caching")
+    headings = [
+        html_module.unescape(re.sub(r"<[^>]+>", "", h))
+        for h in re.findall(r"<h[3-6][^>]*>(.*?)</h[3-6]>", markup, re.S)
+    ]
+    titles = {h.replace("¶", "").strip() for h in headings}
+    assert {"Idea", "Pitfalls", "Conditioning caches (exact)"} <= titles
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_category_pages_show_each_accuracy_note_with_its_definition(
+    built: BuiltSite, glossary: Glossary, lang: str
+) -> None:
+    noted = [e for e in glossary if e.text(lang).note]
+    assert noted
+    for entry in noted:
+        text = re.sub(r"<[^>]+>", "", _article(built.html(lang, f"categories/{entry.category}")))
+        text = " ".join(html_module.unescape(text).split())
+        item = text.split(entry.text(lang).term, 1)[1]
+        definition = " ".join(entry.text(lang).definition.split())
+        note = " ".join(entry.text(lang).note.split())
+        assert definition[:60] in item and note[:60] in item, (lang, entry.slug)
+        assert item.index(definition[:60]) < item.index(note[:60])
 
 
 class _LiveMarkup(html.parser.HTMLParser):
@@ -297,7 +484,7 @@ def test_tables_are_named_keyboard_reachable_regions(
     html = built.html(lang, "terms/feature-caching")
     tables = html.count("<table")
     regions = re.findall(
-        r'<div class="gl-table" role="region" tabindex="0" aria-label="([^"]+)">', html
+        r'<div class="gl-table" role="region" tabindex="0" aria-label="([^"]+)"[^>]*>', html
     )
     assert tables >= 3 and len(regions) == tables
     assert all(r.startswith(label) for r in regions)

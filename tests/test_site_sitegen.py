@@ -176,7 +176,7 @@ def test_generate_removes_pages_of_deleted_entries(docs: Path, tmp_path: Path) -
 def test_term_page_has_every_section_with_explicit_ids(ctx: context.Context) -> None:
     page = terms.term_page(ctx.glossary["feature-caching"], "ru", ctx)
     for anchor in ("definition", "explanation", "run-it", "benchmark", "sources", "related"):
-        assert re.search(rf"^## .+ \{{#{anchor}\}}$", page, re.M), anchor
+        assert re.search(rf"^## .+ \{{#{anchor}( data-search-exclude)?\}}$", page, re.M), anchor
     assert "```sh\n.venv/bin/python -m reference.feature_caching\n```" in page
     assert "arXiv: [2312.00858](https://arxiv.org/abs/2312.00858)" in page
     assert "[`diffusers.hooks.apply_first_block_cache`](https://" in page
@@ -205,10 +205,17 @@ def test_technique_without_results_says_so_and_invents_nothing(ctx: context.Cont
 
 
 def test_api_only_for_implemented_existing_modules(ctx: context.Context) -> None:
-    assert "::: site_fixture_technique" in terms.term_page(ctx.glossary["xss-probe"], "en", ctx)
+    """The API reference is a page of its own, linked from the term page; a planned module has
+    neither."""
+    page = terms.term_page(ctx.glossary["xss-probe"], "en", ctx)
+    assert ":::" not in page and "(../api/xss-probe.md)" in page
+    assert "::: site_fixture_technique" in (
+        terms.api_page(ctx.glossary["xss-probe"], "es", ctx) or ""
+    )
     planned = terms.term_page(ctx.glossary["pruning"], "es", ctx)
-    assert ":::" not in planned
+    assert ":::" not in planned and "../api/" not in planned
     assert "`reference.pruning`" in planned
+    assert terms.api_page(ctx.glossary["pruning"], "es", ctx) is None
 
 
 def test_concept_page_has_no_run_or_benchmark(ctx: context.Context) -> None:

@@ -5,7 +5,9 @@ Every word shown here comes from the gettext catalogs through
 catalog), and every number is formatted for the page's locale by Babel. A summary table
 (configuration, role, quality, speedup with its 95% interval beside the limit) comes first; the
 full measurement table sits in a second content tab, so that the page never scrolls sideways for
-the headline.
+the headline. The aims, notes and figures stay out of the search index (their headings say so):
+a reader searches for techniques, not for the wording of a measurement's notes, and the index
+every reader downloads stays small.
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ def aims_table(result: dict[str, Any], text: ResultText, lang: str) -> list[str]
         return []
     symbols = {">=": "≥", "<=": "≤", ">": ">", "<": "<"}
     marks = {"met": "✓", "missed": "✗", "inconclusive": "?"}
-    lines = [heading(3, text.message("site.aims"), "aims"), ""]
+    lines = [heading(3, text.message("site.aims"), "aims", searchable=False), ""]
     lines += [
         table_row(
             [
@@ -176,10 +178,10 @@ def benchmark_section(
     lines += legend(text)
     lines += aims_table(result, text, lang)
     if result["notes"]:
-        lines += [heading(3, text.message("site.notes"), "notes"), ""]
+        lines += [heading(3, text.message("site.notes"), "notes", searchable=False), ""]
         lines += [f"- {escape_markdown(text.note(n))}" for n in result["notes"]] + [""]
     if shown:
-        lines += [heading(3, text.message("site.figures"), "figures"), "", *shown]
+        lines += [heading(3, text.message("site.figures"), "figures", searchable=False), "", *shown]
     lines += provenance(result, text, lang)
     lines += [text.message("site.reproduce") + f": `{command}`", ""]
     return lines

@@ -4,6 +4,8 @@ The site (MkDocs + Material + mkdocs-static-i18n, ``mkdocs.yml``) has hand-writt
 everything else is written here, once per language of :data:`glossary.schema.LANGS`:
 
 * ``<lang>/terms/<slug>.md``: one page per entry (kept out of the navigation);
+* ``<lang>/api/<slug>.md``: the code documentation of each implemented technique, in English
+  under one sentence in the page's language (out of the navigation and of the search index);
 * ``<lang>/categories/index.md`` and ``<lang>/categories/<category>.md``;
 * ``<lang>/index-a-z.md``: every term and alias, bucketed and sorted by the language's collation;
 * ``<lang>/compare.md``: the headline figures of every technique that has results;
@@ -41,11 +43,11 @@ from glossary.site.indexes import az_page, categories_index, category_page
 from glossary.site.plots import Chart
 from glossary.site.results import FIGURES_DIR, Results, SiteGenError, load_results, results_dir
 from glossary.site.stacking import composite, element_terms, stacking_page
-from glossary.site.terms import term_page
+from glossary.site.terms import API_DIR, api_page, term_page
 from glossary.site.writing import Report, remove_stale
 
 ENTRIES_ENV = "GLOSSARY_ENTRIES_DIR"
-GENERATED_DIRS = ("terms", "categories")
+GENERATED_DIRS = ("terms", API_DIR, "categories")
 
 
 def pages(ctx: Context) -> dict[str, str]:
@@ -54,6 +56,9 @@ def pages(ctx: Context) -> dict[str, str]:
     for lang in LANGS:
         for entry in ctx.glossary:
             out[f"{lang}/terms/{entry.slug}.md"] = term_page(entry, lang, ctx)
+            api = api_page(entry, lang, ctx)
+            if api is not None:
+                out[f"{lang}/{API_DIR}/{entry.slug}.md"] = api
         out[f"{lang}/categories/index.md"] = categories_index(lang, ctx)
         for category in CATEGORIES:
             out[f"{lang}/categories/{category}.md"] = category_page(category, lang, ctx)

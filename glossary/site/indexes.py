@@ -165,7 +165,12 @@ def category_page(category: str, lang: str, ctx: Context) -> str:
             continue
         lines += [f"## {title} {{#{anchor}}}", ""]
         for entry in group:
-            definition = " ".join(escape_markdown(entry.text(lang).definition).split())
+            text = entry.text(lang)
+            definition = " ".join(escape_markdown(text.definition).split())
+            if text.note:  # the correction travels with the definition it corrects
+                note = " ".join(escape_markdown(text.note).split())
+                label = _("Accuracy note")
+                definition += f" **{label}:** {note}"
             lines.append(f"- {term_link(entry, lang, '../terms/')}: {definition}")
         lines.append("")
     if not entries:

@@ -120,10 +120,12 @@ def safe_url(url: str) -> str | None:
     return quote(url.strip(), safe=":/?#@!$&*+,;=%~-._[]'")
 
 
-def heading(level: int, title: str, anchor: str) -> str:
+def heading(level: int, title: str, anchor: str, *, searchable: bool = True) -> str:
     """A Markdown heading with an explicit id (attr_list), so anchors do not depend on the
-    language: Russian titles would otherwise get ``_1``-style ids."""
-    return f"{'#' * level} {title} {{#{anchor}}}"
+    language: Russian titles would otherwise get ``_1``-style ids. ``searchable=False`` keeps
+    its section out of the site's search index (Material's ``data-search-exclude``)."""
+    exclude = "" if searchable else " data-search-exclude"
+    return f"{'#' * level} {title} {{#{anchor}{exclude}}}"
 
 
 def admonition(kind: str, title: str) -> str:

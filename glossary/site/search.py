@@ -1,57 +1,88 @@
-"""Accent-blind site search: every accented word of a page is also indexed without its accents.
+"""Accent-blind site search, with the same ranking with or without accents.
 
 Material for MkDocs searches a lunr index (``search/search_index.json``) built from the pages'
-text as written, so "destilacion" (typed without the accent) does not find "destilación", and
-"елка" does not find "ёлка". After the build, :func:`fold_index` appends to each document the
-folded form of every word that has an accent or a ``ё`` (:func:`glossary.normalize.normalize`
-rules: accents stripped, ``ё`` -> ``е``, ``й`` kept), once per document. A query with the accent
-still matches the original word; one without matches the folded copy. The index grows only by
-the distinct accented words of each page.
+text as written. The site ships that index unchanged: no folded copy of any word, so it stays
+small and a result's snippet never shows a folded keyword. The folding happens in the reader's
+browser (``site_src/assets/javascripts/glossary-search.js``): when Material hands the index to
+its search worker, every title and text is folded letter for letter, and so is every query, so
+"destilacion" and "destilación", "елка" and "ёлка" meet the same tokens and get the same scores.
+
+:func:`fold_text` is that fold in Python, for the tests: the rules of
+:func:`glossary.normalize.normalize` (accents stripped, ``ё`` -> ``е``, ``й`` kept), applied
+one UTF-16 unit at a time so that a folded string has the length of the original; and the
+two spellings of the Russian loanword "cache", ``кэш`` and ``кеш``, are one. That is what
+lets the browser show the original text at the positions the worker highlighted in the folded
+one.
+
+The technique pages' API reference (:mod:`glossary.site.terms`) is English code documentation on
+pages of its own, which stay out of the index (``search: exclude``): :func:`index_report` says
+how large the index a reader downloads is and whether any such page slipped in.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from glossary.normalize import normalize
-
-_WORD = re.compile(r"\w+", re.UNICODE)
+_KEPT = frozenset("йЙ")
 
 
-def folded_words(text: str) -> list[str]:
-    """The distinct folded forms of the accented words of ``text`` that ``text`` lacks (so a
-    second pass over the same index adds nothing)."""
-    words = _WORD.findall(text)
-    present = {w.casefold() for w in words}
-    seen: dict[str, None] = {}
-    for word in words:
-        folded = normalize(word)
-        if folded and folded not in present and " " not in folded:
-            seen.setdefault(folded, None)
-    return list(seen)
+def fold_char(char: str) -> str:
+    """One character folded: a base letter followed only by combining marks in its canonical
+    decomposition becomes the base letter (``á`` -> ``a``, ``ё`` -> ``е``), except ``й``."""
+    if char.isascii() or char in _KEPT:
+        return char
+    parts = unicodedata.normalize("NFD", char)
+    if len(parts) > 1 and all(unicodedata.category(p).startswith("M") for p in parts[1:]):
+        return parts[0]
+    return char
 
 
-def fold_document(doc: dict[str, Any]) -> bool:
-    """Add the folded words of a document's title and text; whether anything was added."""
-    extra = folded_words(f"{doc.get('title', '')} {doc.get('text', '')}")
-    if not extra:
+_KESH = re.compile(r"([кК])([эЭ])([шШ])")
+"""Russian writes the loanword "cache" both ways, ``кэш`` and ``кеш``: one spelling for search."""
+
+
+def fold_text(text: str) -> str:
+    """``text`` folded character by character (and ``кэш`` as ``кеш``); always as long as
+    ``text``."""
+    folded = "".join(fold_char(c) for c in text)
+    return _KESH.sub(lambda m: m[1] + ("е" if m[2] == "э" else "Е") + m[3], folded)
+
+
+def compact_index(path: Path) -> bool:
+    """Rewrite the index as UTF-8 without ``\\uXXXX`` escapes or spaces (the same JSON, a
+    third smaller for Russian text); whether the file changed."""
+    from glossary.safewrite import atomic_write_text
+
+    raw = path.read_text(encoding="utf-8")
+    compact = json.dumps(json.loads(raw), ensure_ascii=False, separators=(",", ":"))
+    if compact == raw:
         return False
-    doc["text"] = f"{doc.get('text', '')} {' '.join(extra)}".strip()
+    atomic_write_text(path, compact)
     return True
 
 
-def fold_index(site_dir: Path) -> int:
-    """Fold every search index under ``site_dir``; return the number of documents changed."""
-    from glossary.safewrite import atomic_write_text
+@dataclass(frozen=True)
+class IndexReport:
+    """The search index a reader downloads: its size and what it holds."""
 
-    changed = 0
-    for path in sorted(site_dir.rglob("search_index.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        count = sum(fold_document(doc) for doc in data.get("docs", []))
-        if count:
-            atomic_write_text(path, json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-        changed += count
-    return changed
+    path: Path
+    size: int
+    documents: int
+    locations: frozenset[str]
+
+
+def index_report(site_dir: Path) -> IndexReport:
+    """Read the built site's search index."""
+    path = site_dir / "search" / "search_index.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    docs = data.get("docs", [])
+    return IndexReport(
+        path=path,
+        size=path.stat().st_size,
+        documents=len(docs),
+        locations=frozenset(str(doc.get("location", "")) for doc in docs),
+    )
