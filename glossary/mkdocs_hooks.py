@@ -100,12 +100,16 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 UNSEARCHED_PAGES = ("index-a-z.md",)
 """Generated pages kept out of the search index: the A-Z index only repeats every term and alias
 as a link to its page, which the same query finds first."""
+UNSEARCHED_FOLDERS = ("categories",)
+"""Generated folders kept out of the search index: a category page repeats its members'
+definitions and notes, which the same query finds on the members' own pages first."""
 
 
 def on_page_markdown(markdown: str, page: Any, config: MkDocsConfig, files: Any) -> str:
     """Keep the pages of :data:`UNSEARCHED_PAGES` out of the search index (Material reads
     ``search.exclude`` from the page's metadata)."""
-    if page.file.src_uri.rsplit("/", 1)[-1] in UNSEARCHED_PAGES:
+    parts = page.file.src_uri.split("/")
+    if parts[-1] in UNSEARCHED_PAGES or any(p in UNSEARCHED_FOLDERS for p in parts[:-1]):
         search = page.meta.get("search") if isinstance(page.meta.get("search"), dict) else {}
         page.meta["search"] = {**search, "exclude": True}
     return markdown

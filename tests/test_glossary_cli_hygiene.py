@@ -77,6 +77,9 @@ def test_sigint_while_the_command_line_imports_is_one_line_and_130(tmp_path: Pat
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     env["LANGUAGE"] = "en"
+    # an empty cache of its own: with the session's compiled index the command would take the
+    # fast path that imports no textwrap, and the stand-in would never fire
+    env["GLOSSARY_CACHE_DIR"] = str(tmp_path / "cache")
     run = subprocess.run(
         [sys.executable, "-c", _console_script(), "list"],
         capture_output=True,

@@ -626,7 +626,9 @@ def test_the_mkdocs_hook_reports_a_result_problem_in_one_line(
 
     monkeypatch.setattr(mkdocs_hooks, "generate", broken)
     monkeypatch.setattr(mkdocs_hooks, "_last_fingerprint", None)
-    config = type("Config", (), {"docs_dir": str(tmp_path), "use_directory_urls": True})()
+    config = type(
+        "Config", (), {"docs_dir": str(tmp_path), "use_directory_urls": True, "mdx_configs": {}}
+    )()
     with pytest.raises(PluginError) as caught:
         mkdocs_hooks.on_config(config)  # type: ignore[arg-type]
     assert str(caught.value) == (

@@ -166,7 +166,7 @@ def benchmark_section(
     """The page's benchmark section, or a plain statement that nothing was measured; ``shown``
     are the figure blocks (:mod:`glossary.site.figures`) of its result."""
     text = ResultText(slug, lang)
-    lines = [heading(2, text.message("site.benchmark"), "benchmark"), ""]
+    lines = [heading(2, text.message("site.benchmark"), "benchmark", searchable=False), ""]
     if result is None:
         return [*lines, text.message("site.no-results"), ""]
     lines += [f"**{text.title()}**", ""]

@@ -397,7 +397,7 @@ def stack_section(slug: str, lang: str, ctx: Context) -> list[str]:
     if result is None or element is None:
         return []
     text = study_text(lang, ctx)
-    lines = [heading(2, text.message("site.stacks-title"), "stacks"), ""]
+    lines = [heading(2, text.message("site.stacks-title"), "stacks", searchable=False), ""]
     rows = [r for r in data.stack_rows(result) if element in data.members(r)]
     if not rows:
         return [*lines, text.message("stacking.stacks-none", {"link": "../stacking.md"}), ""]

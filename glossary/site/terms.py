@@ -215,10 +215,12 @@ def _measured(entry: Entry, lang: str, ctx: Context, _: Translate) -> list[str]:
 def _references(entry: Entry, lang: str, ctx: Context, _: Translate) -> list[str]:
     lines: list[str] = []
     if entry.sources:
-        lines += [heading(2, _("Sources"), "sources"), ""]
+        # sources stay out of the search index: the term's own text finds the page first, and
+        # paper titles alone would push the index over its 1 MB budget
+        lines += [heading(2, _("Sources"), "sources", searchable=False), ""]
         lines += [f"1. {cite(s, lang, _)}" for s in entry.sources] + [""]
     if entry.libraries:
-        lines += [heading(2, _("Libraries"), "libraries"), ""]
+        lines += [heading(2, _("Libraries"), "libraries", searchable=False), ""]
         for lib in entry.libraries:
             name = lib.api.replace("`", "")
             url = safe_url(lib.url) if lib.url else None
