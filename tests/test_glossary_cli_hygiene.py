@@ -64,10 +64,10 @@ def _console_script() -> str:
 
 
 def test_sigint_while_the_command_line_imports_is_one_line_and_130(tmp_path: Path) -> None:
-    # ``textwrap``, imported by the command line and not by Python's start-up, stands in for any
+    # ``argparse``, imported by the command line and not by Python's start-up, stands in for any
     # module being imported when Ctrl-C arrives: it delivers a real SIGINT while it loads (once:
     # the one line is then translated with SIGINT ignored, which imports the command line again).
-    (tmp_path / "textwrap.py").write_text(
+    (tmp_path / "argparse.py").write_text(
         "import builtins, os, signal, time\n"
         "if not hasattr(builtins, 'sigint_sent'):\n"
         "    builtins.sigint_sent = True\n"
