@@ -63,6 +63,31 @@ def _console_script() -> str:
     return f"import sys\nfrom {module} import {function}\nsys.exit({function}())\n"
 
 
+def _as_from_a_shell(tmp_path: Path, *paths: Path) -> tuple[str, dict[str, str]]:
+    """A prelude and an environment for a child that starts as from a user's shell, whatever
+    the tests before it left in this process: SIGINT at its default (an ignored or blocked
+    signal is inherited across exec, and pytest or a library may leave it so; Python turns
+    SIGINT into KeyboardInterrupt only when it starts with the default), ``paths`` first on
+    ``sys.path``, and only the variables the command reads (run with ``-I``, which ignores
+    every ``PYTHON*`` variable and the user's site-packages)."""
+    prelude = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})\n"
+        f"sys.path[:0] = {[str(path) for path in paths]!r}\n"
+    )
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "LANGUAGE": "en",
+        # an empty cache of its own: with the session's compiled index the command would take
+        # the fast path, and every route imports argparse, the stand-in below, anyway
+        "GLOSSARY_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    return prelude, env
+
+
 def test_sigint_while_the_command_line_imports_is_one_line_and_130(tmp_path: Path) -> None:
     # ``argparse``, imported by the command line and not by Python's start-up, stands in for any
     # module being imported when Ctrl-C arrives: it delivers a real SIGINT while it loads (once:
@@ -75,13 +100,9 @@ def test_sigint_while_the_command_line_imports_is_one_line_and_130(tmp_path: Pat
         "    time.sleep(30)\n",
         encoding="utf-8",
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    env["LANGUAGE"] = "en"
-    # an empty cache of its own: with the session's compiled index the command would take the
-    # fast path that imports no textwrap, and the stand-in would never fire
-    env["GLOSSARY_CACHE_DIR"] = str(tmp_path / "cache")
+    prelude, env = _as_from_a_shell(tmp_path, tmp_path, ROOT)
     run = subprocess.run(
-        [sys.executable, "-c", _console_script(), "list"],
+        [sys.executable, "-I", "-c", prelude + _console_script(), "list"],
         capture_output=True,
         text=True,
         env=env,
