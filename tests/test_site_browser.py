@@ -46,22 +46,26 @@ def page(browser: Any, base_url: str) -> Iterator[Any]:
         context.close()
 
 
-# Test-only instrumentation of Material's search worker (added before the page's scripts):
-# which query each shown result list answers, so a test reads the results of its whole query,
-# not those of a prefix typed on the way.
+# Test-only instrumentation of Material's search workers (added before the page's scripts):
+# how many there are and how many are ready, and which query each shown result list answers,
+# so a test reads the results of its whole query, not those of a prefix typed on the way.
 _WATCH_SEARCH = """(() => {
   const Native = window.Worker;
-  const sent = [];
   window.__answered = null;
   window.__rendered = null;
+  window.__workers = 0;
+  window.__ready = 0;
   window.Worker = function (url, options) {
     const worker = new Native(url, options);
+    const sent = [];
+    window.__workers += 1;
     const post = worker.postMessage.bind(worker);
     worker.postMessage = message => {
       if (message && message.type === 2) sent.push(message.data);
       post(message);
     };
     worker.addEventListener("message", event => {
+      if (event.data && event.data.type === 1) window.__ready += 1;
       if (event.data && event.data.type === 3) window.__answered = sent.shift();
     });
     return worker;
@@ -101,6 +105,9 @@ def _search_results(page: Any, start: str, query: str) -> list[tuple[str, str, s
     (path, badge text, badge language), in the order shown."""
     page.add_init_script(_WATCH_SEARCH)
     page.goto(start)
+    # every worker ready: the answer holds every language (the other languages' worker starts
+    # once the page's language's is ready, and until then answers hold the page's language)
+    page.wait_for_function("() => window.__ready > 1 && window.__ready === window.__workers")
     page.locator("input.md-search__input").click()
     _press_keys(page, query)
     # glossary-search.js folds each query before the worker sees it
@@ -126,7 +133,9 @@ _WORKER_QUERY = """async ({pipeline, queries}) => {
   const base = new URL(config.base, location.href);
   const index = await (await fetch(new URL("search/search_index.json", base))).json();
   if (pipeline) index.config.pipeline = pipeline;
-  const worker = new Worker(new URL(config.search, location.href));
+  // Material's worker itself, not the site's stand-in (glossary-search.js) that wraps it
+  const Native = Worker.prototype.constructor;
+  const worker = new Native(new URL(config.search, location.href));
   const ask = message => new Promise(resolve => {
     worker.onmessage = event => resolve(event.data);
     worker.postMessage(message);
@@ -155,6 +164,98 @@ def test_stemmed_index_would_lose_whole_words(page: Any) -> None:
     assert "ru/terms/feature-caching/" in plain["кэширование"]
     assert "es/terms/pruning/" not in stemmed["poda"]
     assert "ru/terms/feature-caching/" not in stemmed["кэширование"]
+
+
+# Test-only instrumentation of what the page sends Material's workers: the languages of each
+# worker's documents, the order of set-ups and readiness, each worker's queries; the set-up of
+# every worker after the first is held back until the test calls window.__release().
+_HOLD_LATER_WORKERS = """(() => {
+  const Native = window.Worker;
+  const languageOf = location => {
+    const head = location.split("/", 1)[0];
+    return head === "es" || head === "ru" ? head : "en";
+  };
+  window.__search = {events: [], languages: [], queries: [], documents: 0, held: []};
+  window.__release = () => window.__search.held.splice(0).forEach(send => send());
+  window.Worker = function (url, options) {
+    const worker = new Native(url, options);
+    const n = window.__search.languages.length;
+    window.__search.languages.push([]);
+    window.__search.queries.push([]);
+    const post = worker.postMessage.bind(worker);
+    worker.postMessage = message => {
+      if (message && message.type === 0) {
+        const languages = new Set(message.data.docs.map(doc => languageOf(doc.location)));
+        window.__search.languages[n] = [...languages].sort();
+        window.__search.documents += message.data.docs.length;
+        window.__search.events.push("setup " + n);
+        if (n > 0) return void window.__search.held.push(() => post(message));
+      }
+      if (message && message.type === 2) window.__search.queries[n].push(message.data);
+      post(message);
+    };
+    worker.addEventListener("message", event => {
+      if (event.data && event.data.type === 1) window.__search.events.push("ready " + n);
+    });
+    return worker;
+  };
+  window.Worker.prototype = Native.prototype;
+})();"""
+_SHOWN = """() => [...document.querySelectorAll(".md-search-result__item a")]
+  .map(a => new URL(a.href).pathname)"""
+# Keystrokes faster than any answer: one task sets each prefix of the query and lets Material
+# read it (Material reads the field on keyup), so every prefix but the first arrives while the
+# first is being answered.
+_BURST = """query => {
+  const input = document.querySelector("input.md-search__input");
+  input.focus();
+  for (let i = 1; i <= query.length; i++) {
+    input.value = query.slice(0, i);
+    input.dispatchEvent(new KeyboardEvent("keyup", {key: query[i - 1]}));
+  }
+}"""
+
+
+def test_search_is_ready_with_the_page_language_and_sends_only_the_newest_query(
+    page: Any,
+) -> None:
+    """What the time to the first result depends on: the page's language has a worker of its
+    own, ready before the other languages' worker starts, and search answers as soon as it is;
+    the other languages join the answer when their worker is ready; keystrokes typed while a
+    query is answered send only the newest query, never a queue of prefixes."""
+    page.add_init_script(_HOLD_LATER_WORKERS)
+    page.goto("es/")
+    page.wait_for_function("() => window.__search.events.includes('ready 0')")
+    page.wait_for_function("() => window.__search.events.includes('setup 1')")
+    index = page.evaluate(
+        """async () => {
+          const config = JSON.parse(document.getElementById("__config").textContent);
+          const url = new URL("search/search_index.json", new URL(config.base, location.href));
+          return (await (await fetch(url)).json()).docs.length;
+        }"""
+    )
+    search = page.evaluate("() => window.__search")
+    assert search["languages"] == [["es"], ["en", "ru"]] and search["documents"] == index
+    assert search["events"][:3] == ["setup 0", "ready 0", "setup 1"]
+
+    # answered by the page's language alone while the other languages' worker is held back
+    page.evaluate(_BURST, "deepcache")
+    page.wait_for_function("() => document.querySelectorAll('.md-search-result__item').length > 0")
+    queries = page.evaluate("() => window.__search.queries")
+    typed = [query for query in queries[0] if query]  # Material asks "" once search is ready
+    assert typed[-1] == "deepcache" and len(typed) <= 2 and queries[1] == [], queries
+    assert {_language_of(path) for path in page.evaluate(_SHOWN)} == {"es"}
+
+    # the other languages' worker is ready: the query on the screen is answered again, whole
+    page.evaluate("() => window.__release()")
+    page.wait_for_function(
+        "() => new Set([...document.querySelectorAll('.md-search-result__item a')]"
+        ".map(a => new URL(a.href).pathname.split('/')[1])).size > 1"
+    )
+    shown = [_language_of(path) for path in page.evaluate(_SHOWN)]
+    own = shown.count("es")
+    assert own and shown[:own] == ["es"] * own and len(set(shown)) > 1, shown
+    assert page.evaluate("() => window.__search.queries")[1] == ["deepcache"]
 
 
 @pytest.mark.parametrize(("start", "target"), [("es", "ru"), ("ru", "en"), ("en", "es")])

@@ -2,8 +2,8 @@
 
    1. Results of the page's language first. Material (9.x, no query or result hooks since 9.0)
       searches in a web worker that answers each query with groups of documents, best first.
-      A listener added to that worker before Material's own reorders each answer in place:
-      the groups of the page's language first, each part in Material's order.
+      Each language has a worker of its own (point 5): the page's language's groups come
+      first, in Material's order, then those of the other languages.
    2. Each result names its language: a badge in the language's own name (the names of the
       language selector, from #__glossary), marked with its lang, after the result's title.
    3. Material looks for a sitemap.xml next to every alternate link, expecting the links to
@@ -13,18 +13,33 @@
       on a 404; the site's one sitemap at its root is fetched as before.
 
    4. Accent-blind search, same ranking with or without accents: the index is shipped as the
-      pages read; when Material hands it to its worker, every title and text is folded letter
+      pages read; when Material hands it to its workers, every title and text is folded letter
       for letter (accents dropped, ё -> е, й kept: the rules of glossary.normalize; кэш -> кеш,
       the two spellings of "cache"; written so that the length of a string never changes), and
       so is every query. A query typed with
       or without accents then meets the same tokens, scored the same. The worker's answer
       highlights positions in the folded text; since folding keeps every position, the same
       slices of the original text are shown, with the reader's accents, never a folded word.
-      glossary/site/search.py holds the same fold in Python, for the tests. */
+      glossary/site/search.py holds the same fold in Python, for the tests.
+
+   5. The first result soon after the index loads. Material's worker builds its lunr index from
+      the documents when it receives them (about a second for the whole index: the time grows
+      with the text), then answers each query in turn, one per keystroke. Material talks to the
+      object returned for its worker URL; here that is a stand-in speaking the same messages,
+      with two Material workers behind it. The first gets the page's language alone (a third of
+      the text) and, once it is ready, search is ready; only then does the second start, with
+      the other languages, so that it does not slow the first. A query goes to every ready
+      worker and their answers make one, the page's language first; when the second worker
+      becomes ready, the query on the screen is asked again, and its answer gains the other
+      languages. While a query is being answered, later keystrokes keep only the newest query,
+      sent as soon as the answer arrives, so the last keystroke never waits behind a queue of
+      the prefixes typed before it. Each document's folded text is kept, so an answer is
+      restored without folding again. */
 (function () {
   "use strict";
 
   var SETUP = 0; // Material's SearchMessageType.SETUP
+  var READY = 1; // Material's SearchMessageType.READY
   var QUERY = 2; // Material's SearchMessageType.QUERY
   var RESULT = 3; // Material's SearchMessageType.RESULT
   var EMPTY_SITEMAP =
@@ -54,16 +69,6 @@
     return Object.prototype.hasOwnProperty.call(names, lang) ? lang : site.default;
   }
 
-  function ownLanguageFirst(groups, language) {
-    var own = [];
-    var other = [];
-    groups.forEach(function (group) {
-      var first = group && group[0];
-      (first && languageOf(first.location) === language ? own : other).push(group);
-    });
-    return own.concat(other);
-  }
-
   /* One UTF-16 unit to one: a letter whose canonical decomposition is a base letter and
      combining marks becomes the base letter (á -> a, ё -> е, Ñ -> N), except й and Й. */
   var MARKS = /^\p{M}+$/u;
@@ -89,24 +94,27 @@
       });
   }
 
-  var originals = Object.create(null); // location -> {title, text} as the page reads
+  /* location -> the document as the page reads it, and folded: {title, text, folded: {...}} */
+  var originals = Object.create(null);
 
-  function foldedIndex(data) {
-    var docs = data.docs.map(function (doc) {
-      originals[doc.location] = { title: doc.title, text: doc.text };
+  function foldedDocs(docs) {
+    return docs.map(function (doc) {
       var copy = Object.assign({}, doc);
       if (typeof doc.title === "string") copy.title = fold(doc.title);
       if (typeof doc.text === "string") copy.text = fold(doc.text);
+      originals[doc.location] = {
+        title: doc.title,
+        text: doc.text,
+        folded: { title: copy.title, text: copy.text },
+      };
       return copy;
     });
-    return Object.assign({}, data, { docs: docs });
   }
 
   /* The highlighted slices of a folded field, in the original's letters: each piece between
      two <mark> tags is found in the folded field, and the same span of the original shown. */
-  function unfold(highlighted, original) {
+  function unfold(highlighted, original, folded) {
     if (typeof highlighted !== "string" || typeof original !== "string") return highlighted;
-    var folded = fold(original);
     var cursor = 0;
     return highlighted
       .split(/(<\/?mark>)/)
@@ -120,16 +128,19 @@
       .join("");
   }
 
-  var queryWords = Object.create(null); // folded word of the last query -> as the reader typed
+  /* The words of each query sent, folded -> as the reader typed them (a query's answer may
+     arrive after the reader typed the next one). */
+  var typedWords = Object.create(null);
 
   function rememberQuery(query) {
-    queryWords = Object.create(null);
+    var words = Object.create(null);
     String(query)
       .toLowerCase()
       .split(/[\s\-]+/)
       .forEach(function (word) {
-        if (word) queryWords[fold(word)] = word;
+        if (word) words[fold(word)] = word;
       });
+    typedWords[fold(query)] = words;
   }
 
   /* A result's query terms name the words the reader typed (Material shows a missing one,
@@ -137,8 +148,7 @@
      the page it opens, which highlights it): never the folded form. */
   var LETTERS = /[\p{L}\p{N}]/u;
 
-  function pageForm(term, original) {
-    var folded = fold(original);
+  function pageForm(term, original, folded) {
     var escaped = term.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     var found = new RegExp("(^|[^\\p{L}\\p{N}])" + escaped, "iu").exec(folded);
     if (!found) return null;
@@ -148,12 +158,21 @@
     return original.slice(start, end).toLowerCase();
   }
 
-  function readerTerms(item, original) {
-    var text = original.title + " " + original.text.replace(/<[^>]*>/g, " ");
+  /* A document's title and text without markup, as written and folded, made once. */
+  function plainText(original) {
+    if (!original.plain) {
+      var text = original.title + " " + String(original.text).replace(/<[^>]*>/g, " ");
+      original.plain = { text: text, folded: fold(text) };
+    }
+    return original.plain;
+  }
+
+  function readerTerms(item, original, words) {
+    var plain = plainText(original);
     var terms = {};
     Object.keys(item.terms || {}).forEach(function (term) {
       var found = item.terms[term];
-      terms[(found && pageForm(term, text)) || queryWords[term] || term] = found;
+      terms[(found && pageForm(term, plain.text, plain.folded)) || words[term] || term] = found;
     });
     return terms;
   }
@@ -166,44 +185,164 @@
     });
     return data.suggest.map(function (term) {
       for (var i = 0; i < titles.length; i++) {
-        var written = pageForm(term, titles[i]);
+        var written = pageForm(term, titles[i], fold(titles[i]));
         if (written) return written;
       }
       return term;
     });
   }
 
-  function restoreText(groups) {
+  function restoreText(groups, words) {
     groups.forEach(function (group) {
       group.forEach(function (item) {
         var original = originals[item.location];
         if (!original) return;
-        item.title = unfold(item.title, original.title);
-        item.text = unfold(item.text, original.text);
-        item.terms = readerTerms(item, original);
+        item.title = unfold(item.title, original.title, original.folded.title);
+        item.text = unfold(item.text, original.text, original.folded.text);
+        item.terms = readerTerms(item, original, words);
       });
     });
   }
 
-  function reorder(event) {
-    var message = event.data;
-    if (message && message.type === RESULT && message.data && message.data.items) {
-      restoreText(message.data.items);
-      message.data.items = ownLanguageFirst(message.data.items, pageLanguage());
-      if (message.data.suggest) message.data.suggest = readerSuggestions(message.data);
+  /* One answer from the workers' answers: the page's language's groups, then the other
+     languages' groups, each in Material's order (best first); the first completion found. */
+  function mergedAnswer(answers) {
+    var merged = { items: [] };
+    answers.forEach(function (answer) {
+      merged.items = merged.items.concat(answer.items || []);
+    });
+    var suggesting = answers.filter(function (answer) {
+      return answer.suggest;
+    });
+    if (suggesting.length) {
+      var found = suggesting.filter(function (answer) {
+        return answer.suggest.length;
+      });
+      merged.suggest = found.length ? found[0].suggest : [];
     }
+    return merged;
   }
 
-  /* What Material sends its worker: the index folded, each query folded. */
-  function foldMessage(message) {
-    if (message && message.type === SETUP && message.data && message.data.docs) {
-      return { type: SETUP, data: foldedIndex(message.data) };
+  function readerAnswer(answer, query) {
+    restoreText(answer.items, typedWords[query] || Object.create(null));
+    if (answer.suggest) answer.suggest = readerSuggestions(answer);
+    return answer;
+  }
+
+  /* The documents of the page's language, and those of the others (in the index's order). */
+  function splitByLanguage(docs) {
+    var language = pageLanguage();
+    var own = [];
+    var rest = [];
+    docs.forEach(function (doc) {
+      (languageOf(doc.location) === language ? own : rest).push(doc);
+    });
+    return [own, rest].filter(function (part) {
+      return part.length;
+    });
+  }
+
+  /* What Material takes for its search worker: the same messages (SETUP, READY, QUERY,
+     RESULT), answered by two Material workers (point 5 above). */
+  function SearchWorkers(url, options) {
+    var facade = new EventTarget();
+    var workers = [];
+    var later = []; // documents of the workers still to start, after the first is ready
+    var ready = false;
+    var asked = null; // the folded query the ready workers are answering
+    var waiting = null; // the newest query typed since
+    var latest = null; // the last query Material sent
+
+    function emit(message) {
+      var event = new MessageEvent("message", { data: message });
+      facade.dispatchEvent(event);
+      if (typeof facade.onmessage === "function") facade.onmessage(event);
     }
-    if (message && message.type === QUERY && typeof message.data === "string") {
-      rememberQuery(message.data);
-      return { type: QUERY, data: fold(message.data) };
+
+    function ask(query) {
+      asked = query;
+      workers.forEach(function (part) {
+        part.answer = null;
+        part.asked = part.pending = part.ready;
+        if (part.ready) part.worker.postMessage({ type: QUERY, data: query });
+      });
     }
-    return message;
+
+    function request(query) {
+      if (ready && asked === null) ask(query);
+      else waiting = query;
+    }
+
+    function answered() {
+      var query = asked;
+      var answers = workers
+        .filter(function (part) {
+          return part.asked;
+        })
+        .map(function (part) {
+          return part.answer;
+        });
+      asked = null;
+      if (waiting !== null) {
+        var next = waiting;
+        waiting = null;
+        ask(next);
+      }
+      emit({ type: RESULT, data: readerAnswer(mergedAnswer(answers), query) });
+    }
+
+    function start(docs, data) {
+      var worker = new NativeWorker(url, options);
+      var entry = { worker: worker, ready: false, asked: false, pending: false, answer: null };
+      worker.addEventListener("message", function (event) {
+        receive(entry, event.data, data);
+      });
+      workers.push(entry);
+      worker.postMessage({ type: SETUP, data: Object.assign({}, data, { docs: foldedDocs(docs) }) });
+    }
+
+    function receive(part, message, data) {
+      if (!message) return;
+      if (message.type === READY) {
+        part.ready = true;
+        if (!ready) {
+          ready = true;
+          emit(message);
+          later.splice(0).forEach(function (docs) {
+            start(docs, data);
+          });
+        } else if (latest !== null) {
+          request(latest); // the answer on the screen gains this worker's languages
+        }
+        if (waiting !== null && asked === null) {
+          var first = waiting;
+          waiting = null;
+          ask(first);
+        }
+      } else if (message.type === RESULT && part.pending) {
+        part.answer = message.data || { items: [] };
+        part.pending = false;
+        if (!workers.some(function (w) { return w.pending; })) answered();
+      }
+    }
+
+    facade.postMessage = function (message) {
+      if (message && message.type === SETUP && message.data && message.data.docs) {
+        var parts = splitByLanguage(message.data.docs);
+        later = parts.slice(1);
+        start(parts[0] || [], message.data);
+      } else if (message && message.type === QUERY && typeof message.data === "string") {
+        rememberQuery(message.data);
+        latest = fold(message.data);
+        request(latest);
+      }
+    };
+    facade.terminate = function () {
+      workers.forEach(function (part) {
+        part.worker.terminate();
+      });
+    };
+    return facade;
   }
 
   function isSearchWorker(url) {
@@ -214,17 +353,7 @@
   var NativeWorker = window.Worker;
   if (NativeWorker) {
     var SiteWorker = function (url, options) {
-      var worker = new NativeWorker(url, options);
-      if (isSearchWorker(url)) {
-        worker.addEventListener("message", reorder);
-        var post = worker.postMessage.bind(worker);
-        worker.postMessage = function (message, transfer) {
-          return transfer === undefined
-            ? post(foldMessage(message))
-            : post(foldMessage(message), transfer);
-        };
-      }
-      return worker;
+      return isSearchWorker(url) ? SearchWorkers(url, options) : new NativeWorker(url, options);
     };
     SiteWorker.prototype = NativeWorker.prototype;
     window.Worker = SiteWorker;
