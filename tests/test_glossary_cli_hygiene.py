@@ -65,9 +65,11 @@ def _console_script() -> str:
 
 def _as_from_a_shell(tmp_path: Path, *paths: Path) -> tuple[str, dict[str, str]]:
     """A prelude and an environment for a child that starts as from a user's shell, whatever
-    the tests before it left in this process: SIGINT at its default (an ignored or blocked
-    signal is inherited across exec, and pytest or a library may leave it so; Python turns
-    SIGINT into KeyboardInterrupt only when it starts with the default), ``paths`` first on
+    the tests before it or the way the suite was started left in this process: SIGINT at its
+    default (an ignored or blocked signal is inherited across exec; a non-interactive shell
+    starts a command run in the background with SIGINT ignored, so a suite run that way gave
+    it to this child, and Python turns SIGINT into KeyboardInterrupt only when it starts with
+    the default), ``paths`` first on
     ``sys.path``, and only the variables the command reads (run with ``-I``, which ignores
     every ``PYTHON*`` variable and the user's site-packages)."""
     prelude = (
