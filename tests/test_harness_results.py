@@ -216,6 +216,22 @@ def test_covered_files_are_the_package_and_the_shared_layers() -> None:
     assert not any(f.startswith("reference/pruning/") for f in files)
 
 
+def test_a_run_records_what_it_imported_and_opened_not_every_shared_file() -> None:
+    from reference.harness import provenance as prov
+
+    with prov.recording() as record:
+        import reference.harness.stats  # noqa: F401
+
+        (REPO_ROOT / "reference" / "data.py").read_bytes()
+    used = {rel(p) for p in record["used"]}
+    assert {"reference/harness/stats.py", "reference/data.py"} <= used
+    assert not any("/locale/" in f or f.startswith("reference/results/") for f in used)
+    files = {rel(p) for p in prov.recorded_files(get(SLUG), record["used"])}
+    assert "reference/feature_caching/deepcache.py" in files  # the whole package, always
+    assert "reference/harness/stats.py" in files
+    assert "reference/pruning/structured.py" not in files  # not imported by this run
+
+
 def _copy_repository(tmp_path: Path) -> Path:
     """reference/ (code, results; only the teacher's weights) and glossary/ in a fresh folder."""
     root = tmp_path / "repo"
@@ -285,6 +301,13 @@ def test_check_catches_every_tampering_on_a_copy(tmp_path: Path) -> None:
     assert harness.returncode == 1 and len(stale) == len(TECHNIQUES)
     quality.write_text(original, encoding="utf-8")
 
+    # an added file, or one that only records provenance, cannot have moved a figure
+    (root / "reference" / "harness" / "added_later.py").write_text("X = 1\n", encoding="utf-8")
+    bookkeeping = root / "reference" / "harness" / "provenance.py"
+    bookkeeping.write_text(bookkeeping.read_text(encoding="utf-8") + "\n# edited\n")
+    unmoved = _check(root)
+    assert unmoved.returncode == 0, unmoved.stderr
+
     weights = root / "reference" / "zoo" / "weights" / "teacher.safetensors"
     pristine = weights.read_bytes()
     data = bytearray(pristine)
@@ -300,11 +323,12 @@ def test_check_catches_every_tampering_on_a_copy(tmp_path: Path) -> None:
     weights.write_bytes(pristine)
     assert _check(root).returncode == 0
 
-    new_file = root / "reference" / "harness" / "extra.py"
-    new_file.write_text("X = 1\n", encoding="utf-8")
-    added = _check(root)
-    assert added.returncode == 1 and "reference/harness/extra.py was added" in added.stderr
-    new_file.unlink()
+    removed = root / "reference" / "harness" / "stats.py"
+    kept = removed.read_bytes()
+    removed.unlink()
+    gone = _check(root)
+    assert gone.returncode == 1 and "reference/harness/stats.py no longer exists" in gone.stderr
+    removed.write_bytes(kept)
 
     path = root / "reference" / "results" / f"{TECHNIQUES[1].slug}.json"
     record = json.loads(path.read_text(encoding="utf-8"))

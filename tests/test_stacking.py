@@ -246,8 +246,11 @@ def test_check_names_a_changed_member_file(study: dict[str, Any], tmp_path: Path
 
     edited = json.loads(json.dumps(study))
     edited["provenance"]["files"]["reference/feature_caching/deepcache.py"] = "0" * 64
+    edited["provenance"]["files"]["reference/feature_caching/gone.py"] = "0" * 64
     del edited["provenance"]["files"]["reference/compatibility.py"]
     (tmp_path / "stacking.json").write_text(json.dumps(edited), encoding="utf-8")
     lines = check_stacking(tmp_path)
     assert any("deepcache.py changed since it was measured" in line for line in lines)
-    assert any("compatibility.py was added since it was measured" in line for line in lines)
+    assert any("feature_caching/gone.py no longer exists" in line for line in lines)
+    # a file the study did not record could not have run in it: no line names it
+    assert not any("compatibility.py" in line for line in lines)

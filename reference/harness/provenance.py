@@ -4,17 +4,28 @@ A result records the sha256 of
 
 * every file of its technique package (its translations under ``locale/`` excepted: words do not
   change numbers),
-* every file of the shared code it ran on: ``reference/harness``, the zoo's code,
-  ``reference/data.py`` and ``reference/registry.py`` (`covered_files`),
+* every other file under ``reference/`` that the run used: each module it had imported when it
+  ended and each file it opened while measuring (`recording`; results written before this rule
+  recorded all of ``reference/harness``, the zoo's code, ``reference/data.py`` and
+  ``reference/registry.py`` instead, `covered_files`),
 * every weight file the benchmark loaded, as the zoo's loader verified it
   (`reference.zoo.store.LOADED_WEIGHTS`, recorded while loading, never listed by hand),
 
 plus the data set's fingerprint, the versions, the machine, the thread count, the load average at
-start and end, the commit and whether any covered file had uncommitted changes.
+start and end, the commit and whether any recorded file had uncommitted changes.
 
-`check_results` (``glossary bench --check``) recomputes all of it and names the result and
-the file on any mismatch: a changed, added or removed covered file, a changed weight file, a
-result recorded from a dirty tree, one that is missing, not the standard run, or invalid.
+`check_results` (``glossary bench --check``) recomputes the digest of every recorded file and
+names the result and the file when one changed or is gone, when a weight file changed, or when a
+result is missing, not the standard run, recorded from a dirty tree or invalid.
+
+Pitfalls:
+
+* A file *added* since a result was measured does not stale it: code that ran could only have
+  imported it through a recorded file, and that file would have changed. (The registry's modules
+  are named in ``reference/registry.py``, which every result records.)
+* `BOOKKEEPING` lists the files that record and check provenance and compute no figure: a change
+  to them cannot move a number, so they are not compared. Anything that measures, samples or
+  scores is never listed there.
 """
 
 from __future__ import annotations
@@ -41,6 +52,10 @@ _SKIP_SUFFIXES = {".pyc", ".png", ".svg"}
 _SKIP_NAMES = {"manifest.json"}
 """The zoo manifest changes whenever any model is retrained; the weights a result loaded are
 hashed one by one instead."""
+BOOKKEEPING = frozenset({"reference/harness/provenance.py", "reference/stacking/provenance.py"})
+"""Files that record or check provenance and compute no figure (not compared by the check)."""
+_OPENED: set[Path] | None = None
+"""Files under ``reference/`` opened while `recording` (``None`` outside it)."""
 
 
 def sha256_file(path: Path) -> str:
@@ -68,10 +83,43 @@ def _walk(root: Path) -> Iterator[Path]:
 
 
 def covered_files(technique: Technique) -> list[Path]:
-    """The code a technique's result depends on: its package and the shared layers."""
+    """The code a technique's result may depend on: its package and every shared layer."""
     roots = [technique.directory, *(REFERENCE_DIR / p for p in SHARED_CODE)]
     files = {p.resolve() for root in roots for p in _walk(root)}
     return sorted(files)
+
+
+def _is_source(path: Path) -> bool:
+    """A file under ``reference/`` that can change a figure (not a result, weight or word)."""
+    try:
+        parts = path.relative_to(REFERENCE_DIR).parts
+    except ValueError:
+        return False
+    skipped = set(parts[:-1]) & (_SKIP_DIRS | {"results"}) or path.suffix in _SKIP_SUFFIXES
+    return bool(parts) and not skipped and path.name not in _SKIP_NAMES and path.is_file()
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _OPENED is not None and isinstance(args[0], (str, os.PathLike)):
+        path = Path(os.path.abspath(args[0]))
+        if _is_source(path):
+            _OPENED.add(path)
+
+
+def used_files() -> set[Path]:
+    """The files under ``reference/`` of every imported module, and those opened so far."""
+    out = set(_OPENED or ())
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and _is_source(Path(file).resolve()):
+            out.add(Path(file).resolve())
+    return out
+
+
+def recorded_files(technique: Technique, used: Iterable[Path]) -> list[Path]:
+    """What a result records: its whole package, and every other source file the run used."""
+    own = {p.resolve() for p in _walk(technique.directory)}
+    return sorted(own | {p.resolve() for p in used})
 
 
 def file_digests(paths: Iterable[Path]) -> dict[str, str]:
@@ -130,12 +178,30 @@ def recording() -> Iterator[dict[str, Any]]:
     """
     from reference.zoo import store
 
+    global _OPENED
+    if not _HOOKED:
+        _hook()
     _clear_caches()
     store.LOADED_WEIGHTS.clear()
+    _OPENED = set()
     record: dict[str, Any] = {"load_start": load_average()}
-    yield record
+    try:
+        yield record
+        record["used"] = used_files()
+    finally:
+        _OPENED = None
     record["weights"] = {rel(p): d for p, d in store.LOADED_WEIGHTS.items()}
     record["load_end"] = load_average()
+
+
+_HOOKED = False
+
+
+def _hook() -> None:
+    """Install the audit hook once per interpreter (audit hooks cannot be removed)."""
+    global _HOOKED
+    sys.addaudithook(_audit)
+    _HOOKED = True
 
 
 def _clear_caches() -> None:
@@ -154,7 +220,7 @@ def provenance(
     """The ``provenance`` object of a result measured now (after `recording`)."""
     from reference.data import fingerprint
 
-    files = covered_files(technique)
+    files = recorded_files(technique, record["used"])
     status = _git("status", "--porcelain", "--", *(rel(p) for p in files))
     return {
         "commit": (_git("rev-parse", "HEAD") or "unknown").strip() or "unknown",
@@ -193,15 +259,7 @@ def check_one(technique: Technique, results_dir: Path) -> list[str]:
     prov = data["provenance"]
     if prov["dirty"]:
         out.append(f"{shown}: measured with uncommitted changes (dirty: true); {rerun}")
-    recorded = prov["files"]
-    current = {rel(p): p for p in covered_files(technique)}
-    for name in sorted(set(recorded) - set(current)):
-        out.append(f"{shown}: stale: {name} no longer exists; {rerun}")
-    for name in sorted(set(current) - set(recorded)):
-        out.append(f"{shown}: stale: {name} was added since it was measured; {rerun}")
-    for name in sorted(set(recorded) & set(current)):
-        if sha256_file(current[name]) != recorded[name]:
-            out.append(f"{shown}: stale: {name} changed since it was measured; {rerun}")
+    out += stale_lines(shown, prov["files"], rerun)
     for name, digest in sorted(prov["weights"].items()):
         file = REPO_ROOT / name
         if not file.is_file():
@@ -211,6 +269,20 @@ def check_one(technique: Technique, results_dir: Path) -> list[str]:
     for fig in data["figures"]:
         if not (path.parent / fig["file"]).is_file():
             out.append(f"{shown}: figure {fig['file']} is missing; {rerun}")
+    return out
+
+
+def stale_lines(shown: str, recorded: dict[str, str], rerun: str) -> list[str]:
+    """One line per recorded file that changed or is gone (`BOOKKEEPING` files excepted)."""
+    out = []
+    for name, digest in sorted(recorded.items()):
+        file = REPO_ROOT / name
+        if name in BOOKKEEPING:
+            continue
+        if not file.is_file():
+            out.append(f"{shown}: stale: {name} no longer exists; {rerun}")
+        elif sha256_file(file) != digest:
+            out.append(f"{shown}: stale: {name} changed since it was measured; {rerun}")
     return out
 
 
