@@ -1,0 +1,118 @@
+"""The public shape of every inference-time technique on diffusers' production classes.
+
+Idea
+----
+diffusers' own hooks share one shape: a frozen ``XConfig`` and ``apply_x(module, config)``
+(``apply_first_block_cache``, ``apply_taylorseer_cache``, ...). Every reference technique that
+acts at inference time offers the same shape, so an engineer with a Stable Diffusion, DiT, PixArt,
+SD3 or Flux model changes one call:
+
+.. code-block:: python
+
+    handle = apply_deepcache(pipe.unet, DeepCacheConfig(interval=3))
+    ...                     # sample as usual
+    handle.remove()         # the original model, bit for bit
+
+This module holds the parts they share:
+
+* `denoiser` finds the network inside a pipeline (``pipe.unet`` or ``pipe.transformer``), so
+  ``apply_x(pipe, config)`` and ``apply_x(pipe.unet, config)`` are the same call;
+* `require` refuses a class a technique does not support, in one line naming the class and the
+  supported ones, *before* anything is changed (`UnsupportedModel`, a ``TypeError``);
+* `Applied` is the handle every ``apply_x`` returns: ``remove()`` undoes it, and it is also a
+  context manager that removes on exit.
+
+Pitfalls
+--------
+* Supported classes are named by class name, not imported: importing every diffusers model class
+  to test ``isinstance`` costs seconds, and a subclass of a supported class is not necessarily
+  laid out like it.
+* ``remove()`` must restore the original modules, not copies: a caller may hold references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import nn
+
+
+class UnsupportedModel(TypeError):
+    """A technique was applied to a model class it does not support (message: one line)."""
+
+
+def denoiser(target: Any) -> nn.Module:
+    """The denoising network of ``target``: itself if it is a module, else the pipeline's
+    ``unet`` or ``transformer``."""
+    if isinstance(target, nn.Module):
+        return target
+    for name in ("unet", "transformer"):
+        module = getattr(target, name, None)
+        if isinstance(module, nn.Module):
+            return module
+    raise UnsupportedModel(
+        f"{type(target).__name__} is neither a model nor a pipeline with a unet or transformer"
+    )
+
+
+def require(model: nn.Module, supported: Iterable[str], technique: str) -> str:
+    """``model``'s class name if it is in ``supported``; else `UnsupportedModel`, one line."""
+    names = tuple(supported)
+    name = type(model).__name__
+    if name not in names:
+        raise UnsupportedModel(
+            f"{technique} does not support {name}; supported: {', '.join(names)}"
+        )
+    return name
+
+
+@dataclass
+class Applied:
+    """What ``apply_x`` returns: the changed model, and how to undo the change."""
+
+    model: nn.Module
+    technique: str
+    _undo: list[Callable[[], None]] = field(default_factory=list, repr=False)
+    state: dict[str, Any] = field(default_factory=dict, repr=False)
+    removed: bool = False
+
+    def on_remove(self, undo: Callable[[], None]) -> None:
+        """Register one undo step; steps run in reverse order of registration."""
+        self._undo.append(undo)
+
+    def remove(self) -> nn.Module:
+        """Undo the technique (idempotent) and return the original model."""
+        while self._undo:
+            self._undo.pop()()
+        self.removed = True
+        return self.model
+
+    def __enter__(self) -> Applied:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def replace_forward(applied: Applied, module: nn.Module, forward: Callable[..., Any]) -> None:
+    """Give ``module`` an instance-level ``forward``; `Applied.remove` restores the class one."""
+    had = "forward" in vars(module)
+    previous = vars(module).get("forward")
+    module.forward = forward  # type: ignore[method-assign]
+
+    def undo() -> None:
+        if had:
+            module.forward = previous  # type: ignore[method-assign]
+        else:
+            del module.forward
+
+    applied.on_remove(undo)
+
+
+def replace_child(applied: Applied, parent: nn.Module, name: str, child: nn.Module) -> None:
+    """Swap ``parent.<name>`` for ``child``; `Applied.remove` puts the original back."""
+    original = getattr(parent, name)
+    setattr(parent, name, child)
+    applied.on_remove(lambda: setattr(parent, name, original))
