@@ -230,15 +230,26 @@ def test_deepcache_new_run_resets_itself_and_on_request() -> None:
         assert handle.state["computed"]
 
 
-def test_deepcache_batch_change_makes_a_full_call() -> None:
-    model = tiny("unet2d")
-    calls = _trajectory(model, 2)
-    wide = {**calls[1], "sample": calls[1]["sample"].repeat(2, 1, 1, 1)}
-    with apply_deepcache(model, DeepCacheConfig(interval=2)) as handle:
-        _outputs(model, calls[:1])
-        out = _outputs(model, [wide])[0]
+BATCH_CASES = {
+    "unet2d": lambda m: apply_deepcache(m, DeepCacheConfig(interval=4)),
+    "dit": lambda m: apply_first_block_cache(m, FirstBlockCacheConfig(threshold=1e9)),
+    "sd3": lambda m: apply_step_forecasting(m, ForecastConfig(interval=4, warmup=1)),
+}
+
+
+@pytest.mark.parametrize("kind", list(BATCH_CASES))
+def test_a_batch_change_makes_a_full_call(kind: str) -> None:
+    model = tiny(kind)
+    calls = _trajectory(model, 4)
+    key = _key(model)
+    wide = dict(example_inputs(model, batch=2), timestep=calls[3]["timestep"])
+    wide[key] = calls[3][key].repeat(2, *[1] * (calls[3][key].dim() - 1))
+    plain = _outputs(model, [wide])[0]
+    with BATCH_CASES[kind](model) as handle:
+        _outputs(model, calls[:3])  # call 2 reuses earlier work, and so would call 3 at batch 1
+        assert not handle.state["computed"]
+        assert torch.equal(_outputs(model, [wide])[0], plain)
         assert handle.state["computed"]
-    assert torch.equal(out, _outputs(model, [wide])[0])
 
 
 # --------------------------------------------------------------------------- first-block caching

@@ -48,6 +48,8 @@ Pitfalls
   call; a loop calling the network twice per step would mix the two halves' histories.
 * Two calls at the same timestep (Heun-type samplers evaluate twice at one time): the later full
   output replaces the earlier one, so the nodes of (2) stay distinct.
+* A call with another batch or latent size than the kept outputs runs the network and starts
+  the history afresh.
 * The forecast is returned in the container of the last full output (``(sample,)`` or the
   class's output object), so a run must not change ``return_dict`` midway.
 """
@@ -112,8 +114,12 @@ class _History:
         self.nodes: list[float] = []
         self.values: list[torch.Tensor] = []
         self.container: type | None = None
+        self.input_shape: tuple[int, ...] | None = None
 
-    def keep(self, at: float, value: torch.Tensor, container: type) -> None:
+    def keep(self, at: float, value: torch.Tensor, container: type, shape: tuple[int, ...]) -> None:
+        if shape != self.input_shape:  # another batch or latent size: start the history afresh
+            self.clear()
+            self.input_shape = shape
         if self.nodes and self.nodes[-1] == at:  # same timestep again: replace, keep nodes distinct
             self.nodes, self.values = self.nodes[:-1], self.values[:-1]
         self.nodes = [*self.nodes, at][-self.size :]
@@ -140,6 +146,13 @@ class ForecastHandle(Applied):
 def _timestep_position(model: nn.Module) -> int | None:
     names = list(inspect.signature(type(model).forward).parameters)[1:]  # without self
     return names.index("timestep") if "timestep" in names else None
+
+
+def _input_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor:
+    for name in ("sample", "hidden_states"):  # the U-Nets' and the transformers' latent input
+        if name in kwargs:
+            return kwargs[name]
+    return args[0]
 
 
 def _sample_of(out: Any) -> torch.Tensor:
@@ -186,14 +199,16 @@ def _forecasting_forward(
             handle.reset()  # the timestep went up: a new sampling run
         i = state["calls"]
         state.update(calls=i + 1, last_timestep=at)
-        full = at is None or not history.values or is_full_step(i, config.interval, config.warmup)
+        shape = tuple(_input_of(args, kwargs).shape)
+        full = at is None or shape != history.input_shape or not history.values
+        full = full or is_full_step(i, config.interval, config.warmup)  # (1)
         state["computed"] = full
         if not full:
             return _wrap(forecast(history.nodes, history.values, at), history.container)  # (2)
         state["full_calls"] += 1
         out = original(*args, **kwargs)
         if at is not None:
-            history.keep(at, _sample_of(out), type(out))
+            history.keep(at, _sample_of(out), type(out), shape)
         return out
 
     return forward

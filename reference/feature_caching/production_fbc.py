@@ -52,7 +52,7 @@ Pitfalls
   blocks from the chain; with skipped blocks both would be counted twice or not at all: refused
   (``ValueError``).
 * ``delta`` is a mean over the whole batch, so the two halves of classifier-free guidance decide
-  together.
+  together. A call with another batch or latent size than the kept residual runs every block.
 """
 
 from __future__ import annotations
@@ -145,7 +145,9 @@ def _head(chain: _Chain, block: nn.Module) -> Callable[..., Any]:
         out = original(*args, **kwargs)
         hidden, text = chain.outputs(out)
         r = hidden - hidden_in  # (1)
-        full = chain.r_kept is None or not relative_l1(r, chain.r_kept) <= chain.threshold  # (2)
+        kept = chain.r_kept
+        full = kept is None or kept.shape != r.shape  # a new batch or size: nothing to compare
+        full = full or not relative_l1(r, kept) <= chain.threshold  # (2); NaN runs every block
         chain.full = full
         if full:
             chain.r_kept, chain.head_out = r, (hidden, text)
