@@ -37,7 +37,8 @@ counterpart there.
 Sources
 -------
 * Liu et al., "From Reusing to Forecasting: Accelerating Diffusion Models with TaylorSeers",
-  arXiv:2503.06923 (finite-difference Taylor forecasts of features between full steps).
+  ICCV 2025, arXiv:2503.06923 (finite-difference Taylor forecasts of features between full
+  steps).
 
 Pitfalls
 --------

@@ -37,8 +37,8 @@ Sources
 -------
 * First Block Cache, described in the README of the ParaAttention project
   (chengzeyi/ParaAttention on GitHub), built on the idea of TeaCache: Liu et al., "Timestep
-  Embedding Tells: It's Time to Cache for Video Diffusion Model", arXiv:2411.19108 (skip the
-  network when a cheap early signal barely changed).
+  Embedding Tells: It's Time to Cache for Video Diffusion Model", CVPR 2025, arXiv:2411.19108
+  (skip the network when a cheap early signal barely changed).
 * diffusers ships the same rule as ``diffusers.hooks.apply_first_block_cache``; the tests check
   agreement step for step on DiT, PixArt and Flux. On ``SD3Transformer2DModel`` diffusers' hook
   (0.42) fails with a ``TypeError``: its last block returns ``None`` for the text stream and the
