@@ -259,7 +259,8 @@ class ClassifierGuidanceConfig:
     ``alphas_cumprod`` (``abar``) comes from here, else from ``scheduler.alphas_cumprod``, else
     from the scheduler of the pipeline passed as target. ``conditional``: the denoiser sees the
     target labels (a conditional model guided further) instead of the null label.
-    ``null_class`` overrides `null_class` (rows asking for it are not guided).
+    ``null_class`` overrides `null_class` (rows asking for it are not guided). ``labels``: the
+    target classes for calls that pass none (``DDPMPipeline`` calls ``unet(x, t)``).
     """
 
     scale: float
@@ -268,6 +269,7 @@ class ClassifierGuidanceConfig:
     scheduler: Any = None
     conditional: bool = False
     null_class: int | None = None
+    labels: torch.Tensor | None = None
 
 
 def _alphas_cumprod(config: ClassifierGuidanceConfig, target: Any) -> torch.Tensor:
@@ -311,7 +313,8 @@ def classifier_guided(
 def apply_classifier_guidance(target: Any, config: ClassifierGuidanceConfig) -> Applied:
     """Classifier guidance (2) inside a ``UNet2DModel`` or DiT (or a pipeline holding one).
 
-    Call the wrapped model with the *target* classes as ``class_labels``; the denoiser sees the
+    Call the wrapped model with the *target* classes as ``class_labels`` (or set
+    ``config.labels``); the denoiser sees the
     null label (or nothing, if it is unconditional), or the same labels with
     ``config.conditional``. ``scale = 0`` returns the plain denoiser's output exactly.
     """
@@ -328,8 +331,11 @@ def apply_classifier_guidance(target: Any, config: ClassifierGuidanceConfig) -> 
     def forward(*args: Any, **kwargs: Any) -> Any:
         inputs = _bind(original, args, kwargs)
         y = inputs.pop("class_labels", None)
+        y = config.labels if y is None else y
         if y is None:
-            raise ValueError("classifier guidance: pass the target classes as class_labels")
+            raise ValueError(
+                "classifier guidance: pass the target classes as class_labels or config labels"
+            )
         x = inputs[key]
         y = torch.as_tensor(y, device=x.device).long().reshape(-1).expand(x.shape[0])
         if class_conditional:
