@@ -32,8 +32,18 @@ denoiser's ``forward``: every pipeline, scheduler and sampling loop keeps workin
   ``log_prob_grad``.
 
 Learned variance: DiT predicts ``[eps, v]`` (``out_channels = 2 in_channels``); (1) and (2) act on
-the ``eps`` channels only and the variance channels are the conditional rows' (as ``DiTPipeline``
-and ``guided_diffusion`` do).
+the ``eps`` channels only and the variance channels are the conditional rows' (as in the rows
+``DiTPipeline`` keeps after its own guidance).
+
+Usage
+=====
+.. code-block:: python
+
+    handle = apply_cfg(pipe, CFGConfig(4.0))              # DiT: the null label is known
+    images = pipe(labels, guidance_scale=1.0).images       # the pipeline's own CFG off
+    handle.remove()
+    handle = apply_cfg(unet, CFGConfig(7.5), uncond={"encoder_hidden_states": null_embedding})
+    handle = apply_classifier_guidance(pipe, ClassifierGuidanceConfig(2.0, classifier))
 
 Pitfalls
 ========
@@ -43,8 +53,8 @@ Pitfalls
 * ``w = 1`` equals the conditional output only up to rounding: ``eps_u + (eps_c - eps_u)`` is two
   float operations, and the batched call of ``2N`` rows may sum in another order than ``N`` rows.
 * Classifier guidance is undefined without a class label: text-conditioned models are refused.
-  Flux-dev is guidance-distilled (its guidance is an input embedding, trained without an
-  unconditional branch), so a second, unconditional pass is refused there.
+  Flux-dev is guidance-distilled (the guidance scale is an input embedding of a model distilled
+  from a guided teacher), so a second, unconditional pass is refused there.
 * Rows whose target is the null class (``DiTPipeline`` labels the unconditional half of its own
   CFG batch with it) get no classifier gradient: there is no class to score.
 * ``log_prob_grad`` needs gradients inside a no-grad sampling loop; it enables them itself. The
@@ -53,7 +63,6 @@ Pitfalls
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -66,10 +75,19 @@ from reference.harness.production import (
     UnsupportedModel,
     denoiser,
     replace_forward,
-    require,
 )
 
 from .guidance import log_prob_grad
+from .production_forward import (
+    bind_arguments,
+    eps_channels,
+    eps_of,
+    null_class,
+    output_like,
+    paired_batch,
+    require_with_reason,
+    sample_name,
+)
 
 CFG_SUPPORTED = (
     "UNet2DModel",
@@ -94,87 +112,6 @@ TEXT_INPUTS = {
     "SD3Transformer2DModel": ("encoder_hidden_states", "pooled_projections"),
 }
 """Inputs a text model's unconditional branch must be given (the null prompt's encodings)."""
-
-
-def require_with_reason(
-    model: nn.Module, supported: tuple[str, ...], technique: str, reasons: Mapping[str, str]
-) -> str:
-    """`require`, with the reason in the one line when the class is refused for a known one."""
-    name = type(model).__name__
-    if name in reasons:
-        raise UnsupportedModel(
-            f"{technique} does not support {name} ({reasons[name]}); "
-            f"supported: {', '.join(supported)}"
-        )
-    return require(model, supported, technique)
-
-
-def _sample_name(model: nn.Module) -> str:
-    return "sample" if type(model).__name__.startswith("UNet") else "hidden_states"
-
-
-def null_class(model: nn.Module) -> int | None:
-    """The label of "no class" of a class-conditional model; ``None`` for an unconditional one.
-
-    DiT: ``num_embeds_ada_norm`` (its label table has one extra row, trained by class dropout).
-    ``UNet2DModel``: the last row of its class table, ``num_class_embeds - 1`` (the zoo's
-    convention); a continuous class embedding (``class_embed_type``) has no null label.
-    """
-    name = type(model).__name__
-    if name == "DiTTransformer2DModel":
-        return int(model.config.num_embeds_ada_norm)
-    embedding = getattr(model, "class_embedding", None)
-    if embedding is None:
-        return None
-    if not isinstance(embedding, nn.Embedding):
-        raise UnsupportedModel(
-            f"{name} with class_embed_type={model.config.class_embed_type!r} has no null label;"
-            " pass it as uncond={'class_labels': ...}"
-        )
-    return embedding.num_embeddings - 1
-
-
-def _bind(forward: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
-    """The call's arguments by name (positional ones included)."""
-    return dict(inspect.signature(forward).bind(*args, **kwargs).arguments)
-
-
-def _eps_of(out: Any) -> torch.Tensor:
-    return out[0] if isinstance(out, tuple) else out.sample
-
-
-def _like(out: Any, eps: torch.Tensor) -> Any:
-    """``eps`` in the structure of the model's own output (tuple or output class)."""
-    return (eps, *out[1:]) if isinstance(out, tuple) else type(out)(sample=eps)
-
-
-def _rows(value: torch.Tensor, like: torch.Tensor, n: int) -> torch.Tensor:
-    """``value`` (batch 1 or ``n``) as ``n`` rows with ``like``'s device and dtype."""
-    value = torch.as_tensor(value).to(like.device, like.dtype)
-    if value.dim() == like.dim() - 1:
-        value = value.unsqueeze(0)
-    if value.shape[0] not in (1, n):
-        raise ValueError(f"unconditional input has batch {value.shape[0]}, expected 1 or {n}")
-    return value.expand(n, *like.shape[1:])
-
-
-def _pair(cond: Any, uncond: Any, n: int) -> Any:
-    """The batch of ``2n`` rows: conditional rows first, then the unconditional ones.
-
-    Tensors with ``n`` rows are doubled (with ``uncond``'s rows where it differs), dictionaries
-    (``added_cond_kwargs``) recursively; everything else (scalars, flags) is shared.
-    """
-    if isinstance(cond, Mapping):
-        other = uncond if isinstance(uncond, Mapping) else {}
-        return {k: _pair(v, other.get(k, v), n) for k, v in cond.items()}
-    if torch.is_tensor(cond) and cond.dim() >= 1 and cond.shape[0] == n:
-        return torch.cat([cond, _rows(uncond, cond, n)])
-    return cond
-
-
-def _guided_channels(eps: torch.Tensor, channels: int) -> int:
-    """Channels that carry epsilon: the first half of a learned-variance output, else all."""
-    return channels if eps.shape[1] == 2 * channels else eps.shape[1]
 
 
 # --------------------------------------------------------------------------- classifier-free
@@ -212,7 +149,7 @@ def unconditional_inputs(model: nn.Module, uncond: Mapping[str, Any] | None) -> 
 def cfg_combine(eps: torch.Tensor, n: int, guidance_scale: float, channels: int) -> torch.Tensor:
     """(1) on the ``eps`` channels of a ``2n``-row output (conditional rows first)."""
     eps_c, eps_u = eps[:n], eps[n:]
-    k = _guided_channels(eps, channels)
+    k = eps_channels(eps, channels)
     guided = eps_u[:, :k] + guidance_scale * (eps_c[:, :k] - eps_u[:, :k])  # (1)
     return torch.cat([guided, eps_c[:, k:]], dim=1) if k < eps.shape[1] else guided
 
@@ -229,19 +166,19 @@ def apply_cfg(target: Any, config: CFGConfig, uncond: Mapping[str, Any] | None =
     name = require_with_reason(model, CFG_SUPPORTED, "classifier-free guidance", CFG_REFUSED)
     null_inputs = unconditional_inputs(model, uncond)
     original = model.forward
-    key = _sample_name(model)
+    key = sample_name(model)
     w = float(config.guidance_scale)
 
     def forward(*args: Any, **kwargs: Any) -> Any:
-        inputs = _bind(original, args, kwargs)
+        inputs = bind_arguments(original, args, kwargs)
         x = inputs[key]
         n = x.shape[0]
         missing = [k for k in null_inputs if inputs.get(k) is None]
         if missing:
             raise ValueError(f"classifier-free guidance: the call lacks {', '.join(missing)}")
-        both = {k: _pair(v, null_inputs.get(k, v), n) for k, v in inputs.items()}
+        both = {k: paired_batch(v, null_inputs.get(k, v), n) for k, v in inputs.items()}
         out = original(**both)
-        return _like(out, cfg_combine(_eps_of(out), n, w, x.shape[1]))
+        return output_like(out, cfg_combine(eps_of(out), n, w, x.shape[1]))
 
     applied = Applied(model, "classifier-free guidance", state={"class": name, "scale": w})
     replace_forward(applied, model, forward)
@@ -283,7 +220,7 @@ def _alphas_cumprod(config: ClassifierGuidanceConfig, target: Any) -> torch.Tens
     )
 
 
-def _timestep_rows(t: Any, n: int) -> torch.Tensor:
+def _timestepas_rows(t: Any, n: int) -> torch.Tensor:
     """Integer timesteps, one per row (diffusers passes a scalar or ``[N]``, int or float)."""
     t = torch.as_tensor(t)
     t = t.round().long() if t.is_floating_point() else t.long()
@@ -305,7 +242,7 @@ def classifier_guided(
     grad = log_prob_grad(config.classifier, x_t, t, target)  # grad_x log p_phi(y | x_t, t)
     grad = grad * guide.view(-1, *([1] * (grad.dim() - 1))).to(grad.dtype)
     sigma = (1.0 - abar[t]).sqrt().to(eps.dtype).view(-1, *([1] * (eps.dim() - 1)))
-    k = _guided_channels(eps, x_t.shape[1])
+    k = eps_channels(eps, x_t.shape[1])
     guided = eps[:, :k] - config.scale * sigma * grad.to(eps.dtype)  # (2)
     return torch.cat([guided, eps[:, k:]], dim=1) if k < eps.shape[1] else guided
 
@@ -326,10 +263,10 @@ def apply_classifier_guidance(target: Any, config: ClassifierGuidanceConfig) -> 
     null = config.null_class if config.null_class is not None else null_class(model)
     class_conditional = name == "DiTTransformer2DModel" or model.class_embedding is not None
     original = model.forward
-    key = _sample_name(model)
+    key = sample_name(model)
 
     def forward(*args: Any, **kwargs: Any) -> Any:
-        inputs = _bind(original, args, kwargs)
+        inputs = bind_arguments(original, args, kwargs)
         y = inputs.pop("class_labels", None)
         y = config.labels if y is None else y
         if y is None:
@@ -341,9 +278,9 @@ def apply_classifier_guidance(target: Any, config: ClassifierGuidanceConfig) -> 
         if class_conditional:
             inputs["class_labels"] = y if config.conditional else torch.full_like(y, null)
         out = original(**inputs)
-        t = _timestep_rows(inputs["timestep"], x.shape[0]).to(abar.device)
-        eps = classifier_guided(_eps_of(out), x, t, y, config, abar, null)
-        return _like(out, eps)
+        t = _timestepas_rows(inputs["timestep"], x.shape[0]).to(abar.device)
+        eps = classifier_guided(eps_of(out), x, t, y, config, abar, null)
+        return output_like(out, eps)
 
     applied = Applied(model, "classifier guidance", state={"class": name, "scale": config.scale})
     replace_forward(applied, model, forward)

@@ -22,6 +22,14 @@ timesteps and whose ``step`` is ``LCMScheduler.step`` (1)-(2). ``max_timestep`` 
 configuration field: ``num_train_timesteps - 1`` gives LCM's own grid (Stable Diffusion's
 schedule, ``alpha_999 = 0.068``, needs no cap).
 
+Usage
+=====
+.. code-block:: python
+
+    pipe.scheduler = ConsistencyScheduler.from_config(pipe.scheduler.config)
+    images = pipe(num_inference_steps=2).images          # with the consistency model as denoiser
+    handle = apply_consistency_sampler(pipe, ConsistencySamplerConfig(steps=2, student=cm))
+
 Pitfalls
 ========
 * Step (2) draws fresh noise from the ``generator`` passed to ``step``; a pipeline that passes

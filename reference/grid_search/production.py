@@ -15,6 +15,13 @@ The guidance scale is a call argument of a pipeline, not a scheduler setting: it
 ``applied.state["guidance_scale"]`` for the caller to pass (1.0, the committed choice, means no
 guidance).
 
+Usage
+=====
+.. code-block:: python
+
+    with apply_grid_choice(pipe) as handle:   # UniPC at 4 steps, the committed choice
+        images = pipe(..., guidance_scale=handle.state["guidance_scale"]).images
+
 Pitfalls
 ========
 * The choice was made for the zoo's teacher on the digits; on another model it is a starting

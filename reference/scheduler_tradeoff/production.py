@@ -23,6 +23,14 @@ arXiv:2211.01095; Zhao et al. 2023, arXiv:2302.04867). ``SchedulerConfig.steps``
 swapped scheduler's ``set_timesteps`` uses it whatever ``num_inference_steps`` the pipeline
 passes, so a chosen (sampler, steps) pair is one object.
 
+Usage
+=====
+.. code-block:: python
+
+    handle = apply_scheduler(pipe, SchedulerConfig("unipc", steps=8))
+    images = pipe(...).images          # 8 UniPC steps
+    handle.remove()                    # the pipeline's own scheduler object again
+
 Pitfalls
 ========
 * Clipping of the predicted ``x_0`` is a property of the model's data, not of the sampler: it is

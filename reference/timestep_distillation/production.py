@@ -21,6 +21,15 @@ with ``alpha^2 = abar`` and ``alpha = 1, sigma = 0`` after the last grid point (
 puts the scheduler (pinned to the student's steps) and, optionally, the student into a pipeline;
 ``remove()`` restores both.
 
+Usage
+=====
+.. code-block:: python
+
+    pipe.scheduler = DistilledDDIMScheduler.from_config(pipe.scheduler.config)
+    images = pipe(num_inference_steps=4).images          # with the 4-step student as pipe.unet
+    # or, removably, student and scheduler in one call:
+    handle = apply_distilled_sampler(pipe, DistilledSamplerConfig(steps=4, student=student))
+
 Pitfalls
 ========
 * ``num_inference_steps`` must divide ``base_steps`` (64): the grids nest only then, and a
