@@ -106,7 +106,7 @@ def pin_steps(scheduler: Any, steps: int) -> Any:
     """Make ``scheduler.set_timesteps`` take ``steps`` steps whatever it is asked (1)."""
     original = scheduler.set_timesteps
 
-    def set_timesteps(num_inference_steps: int | None = None, device: Any = None, **kw: Any):
+    def set_timesteps(num_inference_steps: int | None = None, device: Any = None, **kw: Any) -> Any:
         return original(steps, device=device, **kw)
 
     scheduler.set_timesteps = set_timesteps
