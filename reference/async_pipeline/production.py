@@ -38,9 +38,38 @@ b_K = n`` the stage boundaries:
     b* = argmin_b max_k sum_{u in [b_{k-1}, b_k)} c_u                                (3)
 
 by dynamic programming over prefix sums; for ``K = 2`` it is the package's
-[`balanced_split`][reference.async_pipeline.stages.balanced_split] on the same costs. The speedup
-bound with ``w`` synchronous steps out of ``S`` is ``S sum_k c_k / (w sum_k c_k + (S - w)
-max_k c_k) <= K`` (the package's (1) with FLOPs in place of times).
+[`balanced_split`][reference.async_pipeline.stages.balanced_split] on the same costs. With stage
+FLOPs ``C_k`` and ``w' = max(w, 1)`` synchronous steps out of ``S``, the speedup estimate is
+
+    S sum_k C_k / (w' sum_k C_k + (S - w') max_k C_k) <= K                           (4)
+
+(the package's (1) with FLOPs in place of times: an estimate, not a bound; it leaves out the
+hand-off, the embeddings every stage recomputes and the scheduler step).
+
+Use
+===
+In one process (a model or a pipeline with ``.unet``; the stages run one after the other, so it is
+for checking the schedule, not for speed)::
+
+    with apply_async_pipeline(pipe, AsyncPipelineConfig(stages=2, warmup=2)):
+        latents = pipe(prompt_embeds=embeds, output_type="latent").images
+
+and with one stage per rank under ``torchrun`` (gloo, CPU), a shape of `reference.zoo.shapes`
+built in every rank::
+
+    run = run_async("unet2d-condition", AsyncPipelineConfig(stages=2, warmup=2), steps=20,
+                    world_size=2, real=True, side=32)
+    run.latents, run.compute_s, run.wall_s
+
+Files: [`production_stages`][reference.async_pipeline.production_stages] (units, hand-offs, FLOPs,
+split), this module (configuration, schedule, ``apply_async_pipeline``, the DDIM sampler) and
+[`production_launch`][reference.async_pipeline.production_launch] (the ranks and ``run_async``).
+
+Supported: ``UNet2DConditionModel`` only. The stages follow a U-Net's down, mid and up blocks and
+carry their skip tensors; ``UNet2DModel`` (the zoo's class) is split by the package's own
+[`stages`][reference.async_pipeline.stages], and the transformers (DiT, PixArt, SD3, Flux) are a
+stack of blocks with no skips, which AsyncDiff splits by layer with another hand-off, not written
+here. They are refused in one line before anything changes.
 
 Pitfalls
 ========
