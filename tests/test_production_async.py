@@ -91,6 +91,9 @@ def test_flop_split_minimises_the_costliest_stage_and_the_units_add_up(unet) -> 
     assert ap.balanced_stages(costs, 2) == (balanced_split(flops),)  # the package's K = 2 rule
     split = ap.split_stages(unet, 2, inputs=inputs)
     assert split.flops == tuple(sum(costs[a:b]) for a, b in split.bounds)
+    timed = ap.split_stages(unet, 3, inputs=inputs, balance="time")  # (3) on measured times
+    assert timed.unit_flops == tuple(costs) and len(timed.unit_times_ms) == len(costs)
+    assert tuple(hi for _, hi in timed.bounds[:-1]) == ap.balanced_stages(timed.unit_times_ms, 3)
 
 
 def test_sync_mode_and_warm_up_are_exact_and_remove_restores_the_model(unet) -> None:
@@ -176,6 +179,7 @@ def test_bad_arguments_and_unsplit_inputs_give_one_line(unet) -> None:
     for kwargs, message in (
         ({"stages": 0}, "stages and threads must be >= 1"),
         ({"mode": "stream"}, "unknown mode 'stream'; known: sync, async"),
+        ({"balance": "params"}, "unknown balance 'params'; known: flops, time"),
         ({"stages": 3, "split": (4, 2)}, "split needs 2 increasing unit boundaries"),
     ):
         with pytest.raises(ValueError, match=message):

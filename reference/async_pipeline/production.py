@@ -97,6 +97,7 @@ from torch import nn
 from reference.harness.production import Applied, denoiser, replace_forward, require
 
 from .production_stages import (
+    BALANCES,
     TECHNIQUE,
     Conditioning,
     StageSplit,
@@ -107,10 +108,12 @@ from .production_stages import (
     stage_context,
     unit_flops,
     unit_names,
+    unit_times_ms,
 )
 from .stages import Handoff
 
 __all__ = [
+    "BALANCES",
     "MODES",
     "SCHEDULER_CONFIG",
     "SUPPORTED",
@@ -129,6 +132,7 @@ __all__ = [
     "trajectory",
     "unit_flops",
     "unit_names",
+    "unit_times_ms",
 ]
 
 SUPPORTED = ("UNet2DConditionModel",)
@@ -149,12 +153,14 @@ SCHEDULER_CONFIG: dict[str, Any] = {
 class AsyncPipelineConfig:
     """``stages`` (one per rank under torchrun), synchronous ``warmup`` steps, ``mode``
     (``"async"``, or ``"sync"``: the exact control), ``split`` (the ``stages - 1`` unit boundaries;
-    ``None``: balanced by FLOPs, (3)) and intra-op ``threads`` of each rank."""
+    ``None``: chosen by (3)), what (3) ``balance``s (``"flops"``, or ``"time"``: the units'
+    times measured on this machine) and intra-op ``threads`` of each rank."""
 
     stages: int = 2
     warmup: int = 1
     mode: str = "async"
     split: tuple[int, ...] | None = None
+    balance: str = "flops"
     threads: int = 1
 
     def __post_init__(self) -> None:
@@ -165,6 +171,8 @@ class AsyncPipelineConfig:
             )
         if self.mode not in MODES:
             raise ValueError(f"unknown mode {self.mode!r}; known: {', '.join(MODES)}")
+        if self.balance not in BALANCES:
+            raise ValueError(f"unknown balance {self.balance!r}; known: {', '.join(BALANCES)}")
         if self.split is not None:
             b = list(self.split)
             if len(b) != self.stages - 1 or any(x >= y for x, y in itertools.pairwise(b)):
@@ -235,7 +243,7 @@ def apply_async_pipeline(target: Any, config: AsyncPipelineConfig) -> Applied:
     require(unet, SUPPORTED, TECHNIQUE)
     if unet.config.addition_embed_type == "image_hint":
         raise ValueError(f"{TECHNIQUE} does not split the image_hint addition embedding")
-    split = split_stages(unet, config.stages, config.split)
+    split = split_stages(unet, config.stages, config.split, balance=config.balance)
     schedule = AsyncSchedule(unet, split, config)
     applied = Applied(unet, "async-pipeline")
     replace_forward(applied, unet, schedule)

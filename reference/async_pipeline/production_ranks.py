@@ -172,7 +172,7 @@ def _agreed_split(unet: nn.Module, config: AsyncPipelineConfig, noise: Any, ehs:
     flops = torch.zeros(config.stages, dtype=torch.int64)
     if dist.get_rank() == 0:
         inputs = {"sample": noise, "timestep": torch.tensor(500.0), "encoder_hidden_states": ehs}
-        split = split_stages(unet, config.stages, config.split, inputs)
+        split = split_stages(unet, config.stages, config.split, inputs, config.balance)
         edges[:] = torch.tensor([0, *[hi for _, hi in split.bounds]])
         flops[:] = torch.tensor(split.flops or [0] * config.stages)
     dist.broadcast(edges, src=0)

@@ -12,9 +12,11 @@ plain forward bit for bit.
 
 [`split_stages`][reference.async_pipeline.production_stages.split_stages] chooses the boundaries by
 (3) of [`production`][reference.async_pipeline.production] from the units' FLOPs
-(``torch.utils.flop_counter``, through `reference.harness.cost.count_flops`), counted on each
-unit's real input, by dynamic programming
-([`balanced_stages`][reference.async_pipeline.production_stages.balanced_stages]).
+(``torch.utils.flop_counter``, through `reference.harness.cost.count_flops`) or their measured
+times, each on the unit's real input, by dynamic programming
+([`balanced_stages`][reference.async_pipeline.production_stages.balanced_stages]). FLOPs are the
+same on every machine; times follow what the hardware does well (on a CPU, attention at low
+resolution and wide convolutions do not run at one rate), which is what the slowest stage costs.
 
 Pitfalls: ``forward`` passes ``upsample_size`` to the up blocks only when the latent's side is not
 a multiple of ``2 ** num_upsamplers``; a later stage learns that side from
@@ -24,6 +26,8 @@ a multiple of ``2 ** num_upsamplers``; a later stage learns that side from
 from __future__ import annotations
 
 import itertools
+import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -226,16 +230,49 @@ def balanced_stages(costs: Sequence[float], stages: int) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class StageSplit:
-    """Unit names, the stages' ``[lo, hi)`` unit ranges and each stage's FLOPs (``None`` when
-    the boundaries were given, not counted)."""
+    """Unit names, the stages' ``[lo, hi)`` unit ranges and the units' FLOPs and times (``None``
+    when not measured: boundaries given, or balanced by the other cost)."""
 
     units: tuple[str, ...]
     bounds: tuple[tuple[int, int], ...]
-    flops: tuple[int, ...] | None = None
+    unit_flops: tuple[int, ...] | None = None
+    unit_times_ms: tuple[float, ...] | None = None
 
     def names(self, stage: int) -> list[str]:
         lo, hi = self.bounds[stage]
         return list(self.units[lo:hi])
+
+    @property
+    def flops(self) -> tuple[int, ...] | None:
+        """Each stage's FLOPs, the ``C_k`` of (4)."""
+        costs = self.unit_flops
+        return None if costs is None else tuple(sum(costs[a:b]) for a, b in self.bounds)
+
+
+BALANCES = ("flops", "time")
+"""What (3) balances: counted FLOPs, or the units' measured times on this machine."""
+
+
+@torch.no_grad()
+def unit_times_ms(
+    unet: nn.Module, sample: torch.Tensor, t: Any, cond: Conditioning, repeats: int = 3
+) -> dict[str, float]:
+    """Median wall time of every unit on its real input at this process's thread count (after
+    one untimed call), the stage context apart, as the package's ``unit_times_ms`` measures."""
+    names = unit_names(unet)
+    ctx = stage_context(unet, sample, t, cond)
+    states: list[Handoff | torch.Tensor] = [sample]
+    for i in range(len(names)):
+        states.append(run_units(unet, states[-1], t, cond, i, i + 1, ctx))
+    out: dict[str, float] = {}
+    for i, name in enumerate(names):
+        samples = []
+        for _ in range(repeats + 1):
+            start = time.perf_counter()
+            run_units(unet, states[i], t, cond, i, i + 1, ctx)
+            samples.append((time.perf_counter() - start) * 1000)
+        out[name] = statistics.median(samples[1:])
+    return out
 
 
 def split_stages(
@@ -243,29 +280,29 @@ def split_stages(
     stages: int,
     split: tuple[int, ...] | None = None,
     inputs: dict[str, Any] | None = None,
+    balance: str = "flops",
 ) -> StageSplit:
-    """``unet`` cut into ``stages`` stages: at the unit boundaries ``split``, or by FLOPs (3)
-    counted on ``inputs`` (``forward`` keywords; default: `reference.zoo.shapes.example_inputs`,
-    batch 1)."""
+    """``unet`` cut into ``stages`` stages: at the unit boundaries ``split``, or by (3) on the
+    units' FLOPs or measured times (``balance``) on ``inputs`` (``forward`` keywords; default:
+    `reference.zoo.shapes.example_inputs`, batch 1)."""
+    if balance not in BALANCES:
+        raise ValueError(f"unknown balance {balance!r}; known: {', '.join(BALANCES)}")
     names = unit_names(unet)
-    costs = None
-    if split is None:
-        from reference.zoo.shapes import example_inputs
-
-        kwargs = dict(inputs if inputs is not None else example_inputs(unet, batch=1))
-        kwargs.pop("return_dict", None)
-        sample, t = kwargs.pop("sample"), kwargs.pop("timestep")
-        cond = conditioning(sample, kwargs.pop("encoder_hidden_states"), **kwargs)
-        costs = list(unit_flops(unet, sample, t, cond).values())
-        cuts = balanced_stages(costs, stages)
-    else:
-        cuts = split
-        if len(cuts) != stages - 1 or (cuts and not 0 < cuts[0] <= cuts[-1] < len(names)):
+    if split is not None:
+        if len(split) != stages - 1 or (split and not 0 < split[0] <= split[-1] < len(names)):
             raise ValueError(
-                f"split {cuts} needs {stages - 1} boundaries in 1..{len(names) - 1} "
+                f"split {split} needs {stages - 1} boundaries in 1..{len(names) - 1} "
                 f"({len(names)} units)"
             )
-    edges = (0, *cuts, len(names))
-    bounds = tuple(itertools.pairwise(edges))
-    flops = None if costs is None else tuple(int(sum(costs[lo:hi])) for lo, hi in bounds)
-    return StageSplit(tuple(names), bounds, flops)
+        return StageSplit(tuple(names), tuple(itertools.pairwise((0, *split, len(names)))))
+    from reference.zoo.shapes import example_inputs
+
+    kwargs = dict(inputs if inputs is not None else example_inputs(unet, batch=1))
+    kwargs.pop("return_dict", None)
+    sample, t = kwargs.pop("sample"), kwargs.pop("timestep")
+    cond = conditioning(sample, kwargs.pop("encoder_hidden_states"), **kwargs)
+    flops = tuple(unit_flops(unet, sample, t, cond).values())
+    times = tuple(unit_times_ms(unet, sample, t, cond).values()) if balance == "time" else None
+    cuts = balanced_stages(flops if times is None else times, stages)
+    bounds = tuple(itertools.pairwise((0, *cuts, len(names))))
+    return StageSplit(tuple(names), bounds, flops, times)
