@@ -188,6 +188,8 @@ def test_bad_arguments_and_unsplit_inputs_give_one_line(unet) -> None:
         ap.apply_async_pipeline(unet, ap.AsyncPipelineConfig(stages=8))
     with pytest.raises(ValueError, match="world_size 3 != stages 2"):
         run_async("unet2d-condition", ap.AsyncPipelineConfig(), steps=2, world_size=3)
+    with pytest.raises(ValueError, match=r"importable by name in every rank, got .*<lambda>"):
+        run_async(lambda: unet, ap.AsyncPipelineConfig(), steps=2, world_size=2)
     inputs = _inputs(unet)
     inputs["mid_block_additional_residual"] = torch.zeros(1)
     refused = pytest.raises(ValueError, match="does not split mid_block_additional_residual")

@@ -71,7 +71,7 @@ def _factory_name(model: str | Callable[[], nn.Module]) -> str:
             )
         return model
     name = f"{model.__module__}:{model.__qualname__}"
-    if "<" in name:
+    if "<" in name or model.__module__ == "__main__":
         raise ValueError(f"the model factory must be importable by name in every rank, got {name}")
     return name
 

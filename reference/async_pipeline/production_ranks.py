@@ -59,6 +59,8 @@ STEM = "async-production"
 
 
 def _build(name: str, real: bool, seed: int) -> nn.Module:
+    """A `reference.zoo.shapes` kind, or the factory ``module:qualname``, with weights from
+    ``seed``."""
     from reference.zoo import shapes
 
     if ":" not in name:
@@ -89,6 +91,7 @@ def _broadcast(tensors: Sequence[torch.Tensor] | None, count: int, dtype: torch.
 
 
 def _send_shapes(tensors: Sequence[torch.Tensor], dst: int) -> None:
+    """The hand-off's shapes (count, then one NCHW row each), once before the first hand-off."""
     dist.send(torch.tensor([len(tensors)]), dst=dst)
     dist.send(torch.tensor([list(t.shape) for t in tensors]), dst=dst)
 
@@ -180,6 +183,10 @@ def _agreed_split(unet: nn.Module, config: AsyncPipelineConfig, noise: Any, ehs:
     return edges.tolist(), flops.tolist()
 
 
+def _tuple(value: Any) -> tuple[int, ...] | None:
+    return None if value is None else tuple(value)
+
+
 def rank_main(spec: dict[str, Any]) -> None:
     """One rank of [`run_async`][reference.async_pipeline.production_launch.run_async]."""
     config = AsyncPipelineConfig(**{**spec["config"], "split": _tuple(spec["config"]["split"])})
@@ -204,10 +211,6 @@ def rank_main(spec: dict[str, Any]) -> None:
         _collect(rank, path, times, noise, ehs, edges, flops, unet, spec)
     finally:
         dist.destroy_process_group()
-
-
-def _tuple(value: Any) -> tuple[int, ...] | None:
-    return None if value is None else tuple(value)
 
 
 def _collect(
