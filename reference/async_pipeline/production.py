@@ -31,9 +31,10 @@ old too. Every stage computes the time embedding of *its own* ``t_i`` and receiv
 ``encoder_hidden_states`` (cross-attention sits in down, mid and up blocks alike): only image
 features are stale, never the noise level or the prompt. With one stage (2) is (1).
 
-The split minimises the most expensive stage, with ``c_u`` the FLOPs of unit ``u``
-(``torch.utils.flop_counter``: matmuls, convolutions and attention) and ``b_0 = 0 < b_1 < ... <
-b_K = n`` the stage boundaries:
+The split minimises the most expensive stage, with ``c_u`` the cost of unit ``u`` (its FLOPs as
+``torch.utils.flop_counter`` counts matmuls, convolutions and attention; with ``balance="time"``
+its median time measured on this machine, as the package splits the zoo U-Net) and ``b_0 = 0 <
+b_1 < ... < b_K = n`` the stage boundaries:
 
     b* = argmin_b max_k sum_{u in [b_{k-1}, b_k)} c_u                                (3)
 
