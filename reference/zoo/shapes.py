@@ -192,9 +192,17 @@ def real(kind: str, seed: int = 0) -> nn.Module:
 
 
 def example_inputs(
-    model: nn.Module, batch: int = 1, timestep: float = 500.0, seed: int = 0
+    model: nn.Module,
+    batch: int = 1,
+    timestep: float = 500.0,
+    seed: int = 0,
+    side: int | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments of one ``model(**inputs)`` call for any class in `CLASS_OF`."""
+    """Keyword arguments of one ``model(**inputs)`` call for any class in `CLASS_OF`.
+
+    ``side`` is the latent side (default: the config's ``sample_size``); prompts have the real
+    length of `TEXT_TOKENS` from a side of 32 up, 5 tokens below.
+    """
     kind = kind_of(model)
     cfg = model.config
     g = torch.Generator().manual_seed(seed)
@@ -213,7 +221,7 @@ def example_inputs(
             "txt_ids": torch.zeros(tokens, 3),
             "return_dict": False,
         }
-    side = cfg.sample_size
+    side = side or cfg.sample_size
     channels = cfg.in_channels
     out: dict[str, Any] = {
         "hidden_states": torch.randn(batch, channels, side, side, generator=g),

@@ -1,0 +1,64 @@
+"""The baseline sanity study: its quick run, its aims and its refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reference.baseline_sanity import bench
+from reference.baseline_sanity.__main__ import STUDY
+from reference.harness.study import main as study_main
+
+
+def test_bad_options_are_refused_before_any_work(capsys: pytest.CaptureFixture) -> None:
+    assert study_main(STUDY, ["--bench", "--steps", "5,10"]) == 2
+    assert "steps must include the baseline's 50" in capsys.readouterr().err
+    assert study_main(STUDY, ["--bench", "--steps", "50,10"]) == 2
+    assert "ascending" in capsys.readouterr().err
+    assert study_main(STUDY, ["--bench", "--solution-steps", "0"]) == 2
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from reference.harness.cli import plan, run_benchmark
+
+    out: Path = tmp_path_factory.mktemp("sanity")
+    p = plan(STUDY, bench, run_bench=True, quick=True, threads=None, out=out, overrides={})
+    result, _ = run_benchmark(p)
+    return result.to_dict()
+
+
+@pytest.mark.slow
+def test_quick_run_shows_the_new_ddim_converging_and_the_old_one_further_away(
+    quick: dict[str, Any],
+) -> None:
+    rows = {r["id"]: r for r in quick["rows"]}
+    assert rows["ddim-50"]["role"] == "baseline" and rows["solution"]["role"] == "reference"
+    rms = {s: rows[f"ddim-{s}"]["values"]["rms_to_solution"] for s in bench.QUICK.steps}
+    assert rms[5] > rms[10] > rms[50]
+    old = rows["diffusers-ddim-10"]["values"]["rms_to_solution"]
+    assert old > rms[10]  # the same steps, another equation: further from the solution
+    converges = [a for a in quick["aims"] if a["id"] == "converges"]
+    assert [a["row"] for a in converges] == ["ddim-10", "ddim-50"]
+    assert all(a["state"] == "met" for a in converges)
+    fdd = [a for a in quick["aims"] if a["id"] == "fdd-does-not-rise"]
+    assert all(a["target"] > 1 for a in fdd)  # the top of the fewer-step row's interval
+
+
+@pytest.mark.slow
+def test_every_message_of_the_quick_result_exists_in_three_languages(
+    quick: dict[str, Any],
+) -> None:
+    from glossary.resulttext import missing_messages
+
+    for lang in ("es", "ru", "en"):
+        assert missing_messages(quick, lang) == [], lang
+
+
+@pytest.mark.slow
+def test_the_result_records_only_what_it_used(quick: dict[str, Any]) -> None:
+    files = quick["provenance"]["files"]
+    assert "reference/harness/ode.py" in files and "reference/baseline_sanity/bench.py" in files
+    assert not any(f.startswith("reference/pruning/") for f in files)
