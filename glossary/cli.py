@@ -691,21 +691,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 STACKING = "stacking"
 """The stacking study: run and checked by ``glossary bench`` like a technique, though it is not
 one (it has no glossary entry and is not in the registry)."""
+FIRST_STUDIES = ("baseline-sanity",)
+"""Studies run before the techniques: is the baseline they are judged against sound?"""
+LAST_STUDIES = (STACKING, "realshape")
+"""Studies run after the techniques (they apply the techniques' code)."""
+STUDY_NAMES = (*FIRST_STUDIES, *LAST_STUDIES)
 _VALUED = ("--threads", "--out")
 
 
-def _parse_bench(rest: list[str]) -> tuple[list[str], bool, bool]:
-    """``rest`` without the positional ``stacking``; whether the study is named; whether any
-    other technique is (a value of ``--threads``/``--out`` is neither)."""
-    kept, named, others, i = [], False, False, 0
+def _parse_bench(rest: list[str]) -> tuple[list[str], list[str], bool]:
+    """``rest`` without the positional study names; the studies named; whether any other
+    technique is (a value of ``--threads``/``--out`` is neither)."""
+    kept, named, others, i = [], [], False, 0
     while i < len(rest):
         arg = rest[i]
         if arg in _VALUED and i + 1 < len(rest):
             kept += [arg, rest[i + 1]]
             i += 2
             continue
-        if arg == STACKING:
-            named = True
+        if arg in STUDY_NAMES:
+            named.append(arg)
         else:
             kept.append(arg)
             others = others or not arg.startswith("-")
@@ -714,14 +719,14 @@ def _parse_bench(rest: list[str]) -> tuple[list[str], bool, bool]:
 
 
 def split_stacking(rest: list[str]) -> tuple[list[str], bool]:
-    """``rest`` without the positional ``stacking``, and whether the study is selected: named,
-    or implied because no technique is named."""
+    """``rest`` without the positional study names, and whether the stacking study is selected:
+    named, or implied because no technique and no study is named."""
     kept, named, others = _parse_bench(rest)
-    return kept, named or not others
+    return kept, STACKING in named or not (others or named)
 
 
-def _stacking_flags(rest: list[str]) -> list[str]:
-    """The flags of ``glossary bench`` that ``python -m reference.stacking`` understands."""
+def _study_flags(rest: list[str]) -> list[str]:
+    """The flags of ``glossary bench`` that a study's command line understands."""
     out, i = [], 0
     while i < len(rest):
         arg = rest[i]
@@ -734,18 +739,32 @@ def _stacking_flags(rest: list[str]) -> list[str]:
     return out
 
 
-def _bench_stacking(rest: list[str]) -> int:
-    from reference.stacking.cli import run as stacking_run
+def _run_study(name: str, argv: list[str]) -> int:
+    if name == STACKING:
+        from reference.stacking.cli import run as stacking_run
 
+        return stacking_run(argv)
+    from reference.harness.study import STUDIES, UNMEASURED
+    from reference.harness.study import main as study_main
+
+    if argv == ["--check"] and name in UNMEASURED:
+        print(
+            _("%(study)s: not measured yet (its first standard run is pending)") % {"study": name}
+        )
+        return 0
+    return study_main(next(s for s in STUDIES if s.slug == name), argv)
+
+
+def _bench_study(name: str, rest: list[str]) -> int:
     if "--check" in rest:
-        return stacking_run(["--check"])
+        return _run_study(name, ["--check"])
     try:
-        return stacking_run(["--bench", *_stacking_flags(rest)])
+        return _run_study(name, ["--bench", *_study_flags(rest)])
     except Exception as exc:  # reported like the runner reports a failed technique
         if "--traceback" in rest:
             raise
         first = (str(exc).strip().splitlines() or [""])[0]
-        print(f"glossary bench: stacking failed: {type(exc).__name__}: {first}", file=sys.stderr)
+        print(f"glossary bench: {name} failed: {type(exc).__name__}: {first}", file=sys.stderr)
         return 1
 
 
@@ -771,7 +790,7 @@ def bench_parser() -> Parser:
         "techniques",
         nargs="*",
         metavar="TECHNIQUE",
-        help=_("technique slugs or stacking (default: every technique, then the study)"),
+        help=_("technique or study slugs (default: every technique and study)"),
     )
     p.add_argument("--quick", action="store_true", help=_("the test configuration, in artifacts/"))
     p.add_argument(
@@ -793,7 +812,7 @@ def check_bench(rest: list[str]) -> None:
         from reference.registry import BY_SLUG
     except ImportError:
         return  # cmd_bench says that the harness is missing
-    known = [*sorted(BY_SLUG), STACKING]
+    known = [*sorted(BY_SLUG), *STUDY_NAMES]
     for name in args.techniques:
         if name not in known:
             raise CliError(
@@ -804,6 +823,8 @@ def check_bench(rest: list[str]) -> None:
 
 
 def cmd_bench(rest: list[str]) -> int:
+    """The baseline sanity study first, then the techniques, then the other studies: all of
+    them when nothing is named, else what is named."""
     check_bench(rest)
     try:
         from reference.harness.runner import main as bench_main
@@ -812,9 +833,16 @@ def cmd_bench(rest: list[str]) -> int:
             _("the benchmark harness is not available (%(error)s)") % {"error": exc}, 2
         ) from exc
     kept, named, others = _parse_bench(rest)
-    code = 0 if (named and not others) else exit_code(bench_main(kept))
-    if named or not others:
-        code = max(code, _bench_stacking(rest))
+    every = not (named or others)
+    code = 0
+    for study in FIRST_STUDIES:
+        if every or study in named:
+            code = max(code, _bench_study(study, rest))
+    if others or every:
+        code = max(code, exit_code(bench_main(kept)))
+    for study in LAST_STUDIES:
+        if every or study in named:
+            code = max(code, _bench_study(study, rest))
     return code
 
 

@@ -104,25 +104,49 @@ def test_glossary_bench_finds_the_study_among_its_arguments(
     assert split_stacking(rest) == (kept, selected)
 
 
-def test_glossary_bench_runs_the_fifteen_then_the_study(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_glossary_bench_runs_the_sanity_study_the_fifteen_then_the_other_studies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import reference.harness.runner as runner
+    import reference.harness.study as study
     import reference.stacking.cli as stacking_cli
     from glossary.cli import cmd_bench
 
     calls: list[tuple[str, list[str]]] = []
     monkeypatch.setattr(runner, "main", lambda argv: calls.append(("runner", argv)) or 0)
     monkeypatch.setattr(stacking_cli, "run", lambda argv: calls.append(("stacking", argv)) or 0)
+    monkeypatch.setattr(study, "main", lambda s, argv: calls.append((s.slug, argv)) or 0)
+    monkeypatch.setattr(study, "UNMEASURED", ())
     assert cmd_bench(["--check"]) == 0
-    assert calls == [("runner", ["--check"]), ("stacking", ["--check"])]
+    assert calls == [
+        ("baseline-sanity", ["--check"]),
+        ("runner", ["--check"]),
+        ("stacking", ["--check"]),
+        ("realshape", ["--check"]),
+    ]
     calls.clear()
     assert cmd_bench(["stacking", "--quick", "--threads", "1"]) == 0
     assert calls == [("stacking", ["--bench", "--quick", "--threads", "1"])]
+    calls.clear()
+    assert cmd_bench(["pruning", "realshape"]) == 0
+    assert calls == [("runner", ["pruning"]), ("realshape", ["--bench"])]
     calls.clear()
     assert cmd_bench(["pruning"]) == 0
     assert calls == [("runner", ["pruning"])]
     calls.clear()
     assert cmd_bench(["--out", "stacking"]) == 0  # a folder named stacking, not the study alone
     assert calls == [
+        ("baseline-sanity", ["--bench", "--out", "stacking"]),
         ("runner", ["--out", "stacking"]),
         ("stacking", ["--bench", "--out", "stacking"]),
+        ("realshape", ["--bench", "--out", "stacking"]),
     ]
+
+
+def test_a_pending_study_is_said_to_be_pending_and_has_no_result() -> None:
+    from reference.harness.provenance import RESULTS_DIR
+    from reference.harness.study import STUDIES, UNMEASURED
+
+    assert set(UNMEASURED) <= {s.slug for s in STUDIES}
+    for slug in UNMEASURED:  # measured: remove it from UNMEASURED so that --check checks it
+        assert not (RESULTS_DIR / f"{slug}.json").exists(), slug
