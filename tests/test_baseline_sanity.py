@@ -62,3 +62,36 @@ def test_the_result_records_only_what_it_used(quick: dict[str, Any]) -> None:
     files = quick["provenance"]["files"]
     assert "reference/harness/ode.py" in files and "reference/baseline_sanity/bench.py" in files
     assert not any(f.startswith("reference/pruning/") for f in files)
+
+
+@pytest.mark.slow
+def test_the_page_shows_the_result_in_three_languages_and_the_comparison_links_it(
+    quick: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from glossary.loader import load_glossary
+    from glossary.site import context, results
+    from glossary.site.compare import compare_page
+    from glossary.site.sanity import sanity_page
+
+    fixtures = Path(__file__).parent / "fixtures" / "site"
+    monkeypatch.syspath_prepend(str(fixtures))  # the fixture entries' reference module
+    (tmp_path / "baseline-sanity.json").write_text(json.dumps(quick), encoding="utf-8")
+    ctx = context.Context(
+        glossary=load_glossary(fixtures / "entries"),
+        results=results.load_results(tmp_path, allow_nonstandard=True),
+        module_exists=lambda module: False,
+    )
+    assert "baseline-sanity" in ctx.results.composites and not ctx.results.by_slug
+    titles = {"es": "¿Es sólida la referencia base?", "ru": "Надёжна ли базовая линия?"}
+    for lang, title in {**titles, "en": "Is the baseline sound?"}.items():
+        page = sanity_page(lang, ctx)
+        assert page.startswith("# " + title)
+        assert "glossary bench baseline-sanity" in page
+        assert "page.intro" not in page and "config.ddim" not in page  # every id translated
+        assert "(baseline.md)" in compare_page(lang, ctx)
+    empty = context.Context(
+        glossary=ctx.glossary, results=results.load_results(tmp_path / "none"), module_exists=bool
+    )
+    assert "glossary bench baseline-sanity" not in sanity_page("en", empty)  # nothing measured

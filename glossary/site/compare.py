@@ -30,6 +30,7 @@ from glossary.site.formatting import Translate, number, ratio, ratio_interval, t
 from glossary.site.markdown import escape_text, heading, html_attr
 from glossary.site.plotdata import Point, above_estimate, is_anomaly
 from glossary.site.results import Result, aims_verdict
+from glossary.site.sanity import compare_link
 from glossary.site.urls import relative_href, sorted_entries, term_link
 
 Verdict = Literal["yes", "no", "inconclusive", "unjudged", "none"]
@@ -237,6 +238,7 @@ def compare_page(lang: str, ctx: Context) -> str:
     lines += [text.message("site.compare-guide"), ""]
     title = text.message("stacking.title")
     lines += [text.message("stacking.compare-link", {"link": f"[{title}](stacking.md)"}), ""]
+    lines += [compare_link(lang), ""]
     guide = f"[{escape_text(words.message('guide.title'))}](guide.md)"
     lines += [words.message("compare.guide-link", {"link": guide}), ""]
     lines += [heading(2, words.message("guide.rule-title"), "rule"), ""]

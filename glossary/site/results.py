@@ -26,8 +26,9 @@ RESULTS_ENV = "GLOSSARY_RESULTS_DIR"
 ALLOW_ENV = "GLOSSARY_ALLOW_NONSTANDARD"
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_RESULTS_DIR = REPO_ROOT / "reference" / "results"
-COMPOSITES = ("stacking",)
-"""Result slugs that are studies over several techniques, not a registered technique."""
+COMPOSITES = ("stacking", "baseline-sanity", "realshape")
+"""Result slugs of studies (the stacking study, the baseline sanity check, the real-shape
+timings), not of a registered technique."""
 FIGURES_DIR = "assets/results"
 """Where the result figures go in the docs directory (committed PNGs and the drawn SVGs)."""
 
