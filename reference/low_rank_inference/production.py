@@ -41,6 +41,9 @@ Pitfalls
   k x k convolutions, whose matrix is ``out x 9 in``).
 * Random weights have flat spectra, so (4) is large at any ``r < n``: at production shapes with
   random weights only the cost is meaningful, never the quality.
+* [`factorize_layer`][reference.low_rank_inference.factorize.factorize_layer] builds its layers
+  in the default dtype (float32) and copies the factors into them, so a float64 or half model
+  would get float32 pairs; the pair is therefore built with the layer's dtype as the default.
 * The factor pair answers ``in_features`` / ``out_features`` (``in_channels`` /
   ``out_channels``) like the layer it replaces, but has no ``weight``: code that rewrites weights
   (diffusers' ``fuse_qkv_projections``, LoRA loading) fails loudly on a factorised model instead
@@ -50,6 +53,8 @@ Pitfalls
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,9 +151,21 @@ def layer_rank(layer: nn.Module, config: LowRankConfig) -> int | None:
     return rank
 
 
+@contextmanager
+def _default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
 def _factor_pair(layer: nn.Module, rank: int, spec: Spectrum) -> nn.Module:
-    """The rank-``rank`` pair (2) as a production-shaped module sharing nothing with ``layer``."""
-    pair = factorize_layer(layer, rank, spec)  # (2)
+    """The rank-``rank`` pair (2) as a production-shaped module sharing nothing with ``layer``,
+    in the layer's dtype (see Pitfalls)."""
+    with _default_dtype(layer.weight.dtype):
+        pair = factorize_layer(layer, rank, spec)  # (2)
     cls = ProductionLowRankLinear if isinstance(layer, nn.Linear) else ProductionLowRankConv2d
     pair.__class__ = cls  # the same module, with the production attributes
     return pair
