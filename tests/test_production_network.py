@@ -169,8 +169,9 @@ def test_fusion_agrees_within_float32_reordering_and_removes_exactly(kind: str) 
     before, state = run(model, inputs), snapshot(model)
     flops0 = flops(model, inputs)
     projections = {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear)}
-    applied = apply_fusion(model, FusionConfig(qkv=True, norm=False))
-    assert applied.state["fused"]
+    target = types.SimpleNamespace(transformer=model) if kind == "dit" else model  # a pipeline
+    applied = apply_fusion(target, FusionConfig(qkv=True, norm=False))
+    assert applied.model is model and applied.state["fused"]
     after = run(model, inputs)
     # Each fused output entry is the same length-d dot product as before, possibly summed in
     # another order: one more float32 evaluation order of the same function. Its distance to
@@ -258,8 +259,9 @@ def test_regional_compile_is_exact_on_each_class_and_removes(kind: str) -> None:
     inputs = example_inputs(model, batch=2)
     before = run(model, inputs)
     blocks = repeated_blocks(model)
-    applied = apply_regional_compile(model, RegionalCompileConfig(backend="eager"))
-    assert applied.state["classes"] == BLOCK_CLASSES[kind]
+    target = types.SimpleNamespace(transformer=model) if kind == "pixart" else model
+    applied = apply_regional_compile(target, RegionalCompileConfig(backend="eager"))
+    assert applied.model is model and applied.state["classes"] == BLOCK_CLASSES[kind]
     assert all("forward" in vars(b) for b in blocks.values())
     # The eager backend runs the captured ATen calls as they are: bit for bit.
     assert torch.equal(run(model, inputs), before)

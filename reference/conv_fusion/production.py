@@ -197,7 +197,7 @@ def _foldable_norm(attn: nn.Module) -> bool:
 # --------------------------------------------------------------------------- the rewrite
 
 
-def _fold_norm(applied: Applied, attn: nn.Module) -> dict[str, nn.Linear]:
+def _fold_norm(applied: Applied, attn: nn.Module) -> None:
     """Fold (3) on copies of the GroupNorm and Q, K, V; swap the copies in (removable)."""
     shell = types.SimpleNamespace(
         group_norm=attn.group_norm,
@@ -207,10 +207,8 @@ def _fold_norm(applied: Applied, attn: nn.Module) -> dict[str, nn.Linear]:
     )
     fold_attention_norm_affine(shell)  # (3) on the copies; the originals stay untouched
     replace_child(applied, attn, "group_norm", shell.group_norm)
-    folded = {p: getattr(shell, p) for p in QKV}
-    for p, layer in folded.items():
-        replace_child(applied, attn, p, layer)
-    return folded
+    for p in QKV:
+        replace_child(applied, attn, p, getattr(shell, p))
 
 
 def _fuse(applied: Applied, attn: nn.Module, names: tuple[str, ...]) -> None:
@@ -240,17 +238,21 @@ def apply_fusion(target: Any, config: FusionConfig | None = None) -> Applied:
     fused: dict[str, list[str]] = {}
     folded: list[str] = []
     skipped: dict[str, str] = {}
-    for name, attn in attention_modules(model).items():
-        if getattr(attn, "fused_projections", False):
-            skipped[name] = "already fused by diffusers (fused_projections)"
-            continue
-        if config.norm and _foldable_norm(attn):
-            _fold_norm(applied, attn)
-            folded.append(name)
-        if config.qkv:
-            groups = projection_groups(attn)
-            for group in groups:
-                _fuse(applied, attn, group)
-            fused[name] = ["+".join(g) for g in groups]
+    try:
+        for name, attn in attention_modules(model).items():
+            if getattr(attn, "fused_projections", False):
+                skipped[name] = "already fused by diffusers (fused_projections)"
+                continue
+            if config.norm and _foldable_norm(attn):
+                _fold_norm(applied, attn)
+                folded.append(name)
+            if config.qkv:
+                groups = projection_groups(attn)
+                for group in groups:
+                    _fuse(applied, attn, group)
+                fused[name] = ["+".join(g) for g in groups]
+    except BaseException:
+        applied.remove()  # nothing half-done
+        raise
     applied.state.update(fused=fused, norm_folded=folded, skipped=skipped)
     return applied

@@ -188,15 +188,21 @@ def apply_low_rank(target: Any, config: LowRankConfig | None = None) -> Applied:
     ranks: dict[str, int] = {}
     errors: dict[str, float] = {}
     dense: list[str] = []
-    for name, layer in eligible_layers(model, config).items():
-        rank = layer_rank(layer, config)
-        if rank is None:
-            dense.append(name)
-            continue
-        spec = spectrum(layer)  # W = U diag(s) V^T in float64
-        parent, _, child = name.rpartition(".")
-        replace_child(applied, model.get_submodule(parent), child, _factor_pair(layer, rank, spec))
-        ranks[name] = rank
-        errors[name] = spec.error_at(rank)  # (4)
+    try:
+        for name, layer in eligible_layers(model, config).items():
+            rank = layer_rank(layer, config)
+            if rank is None:
+                dense.append(name)
+                continue
+            spec = spectrum(layer)  # W = U diag(s) V^T in float64
+            parent, _, child = name.rpartition(".")
+            replace_child(
+                applied, model.get_submodule(parent), child, _factor_pair(layer, rank, spec)
+            )
+            ranks[name] = rank
+            errors[name] = spec.error_at(rank)  # (4)
+    except BaseException:
+        applied.remove()  # nothing half-done
+        raise
     applied.state.update(ranks=ranks, errors=errors, dense=dense)
     return applied

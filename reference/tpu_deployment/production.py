@@ -145,16 +145,20 @@ def apply_regional_compile(target: Any, config: RegionalCompileConfig | None = N
     config.validate()
     blocks = repeated_blocks(model)
     applied = Applied(model, TECHNIQUE)
-    _raise_recompile_limit(applied)
-    for block in blocks.values():
-        compiled = torch.compile(
-            block.forward,
-            backend=config.backend,
-            mode=config.mode,
-            fullgraph=config.fullgraph,
-            dynamic=config.dynamic,
-        )
-        replace_forward(applied, block, compiled)
+    try:
+        _raise_recompile_limit(applied)
+        for block in blocks.values():
+            compiled = torch.compile(
+                block.forward,
+                backend=config.backend,
+                mode=config.mode,
+                fullgraph=config.fullgraph,
+                dynamic=config.dynamic,
+            )
+            replace_forward(applied, block, compiled)
+    except BaseException:
+        applied.remove()  # nothing half-done
+        raise
     applied.state.update(
         blocks=list(blocks), classes=dict(Counter(type(b).__name__ for b in blocks.values()))
     )
