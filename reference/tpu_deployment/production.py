@@ -7,7 +7,7 @@ A graph compiler (XLA for TPUs, Inductor for GPUs and CPUs) pays a compile time 
 graph. A diffusion network repeats a few block types many times: DiT-XL/2 is 28 identical
 transformer blocks, the SD U-Net is ResNet and transformer blocks at four widths. Compiling the
 *repeated block* instead of the whole model (regional compilation) gives nearly the same kernels
-(no fusion across block boundaries is lost inside a block) at a fraction of the compile time:
+(only fusion across block boundaries is lost) at a fraction of the compile time:
 every block of one class runs the same Python code, so TorchDynamo traces it once per input
 shape and every other instance reuses the compiled graph, because the parameters of a module are
 graph *inputs*, not constants baked into it. The eager code between blocks (embeddings, the
@@ -17,7 +17,7 @@ Here each repeated block's ``forward`` is replaced by ``torch.compile(block.forw
 
     blocks = U-Net: the resnets and attentions of down_blocks, mid_block, up_blocks       (1)
              transformer: transformer_blocks (+ single_transformer_blocks for Flux)
-    compiled graphs ~ sum over block classes of (distinct input shapes of that class)   (2)
+    graphs = sum over block classes of (distinct input shapes and strides it sees)     (2)
 
 instead of one graph per block instance. ``remove()`` deletes the instance ``forward``, so the
 class's own method runs again, untouched.
@@ -38,6 +38,9 @@ Pitfalls
   blocks at several widths; past it dynamo falls back to eager *silently*. We raise the limit
   while the compilation is applied (as [`reference.stacking.compile`][reference.stacking.compile]
   does) and restore it on ``remove()``.
+* Strides count as much as shapes: the first transformer block of DiT receives the patch
+  embedding's transposed (non-contiguous) output and gets a graph of its own; blocks 2..N share
+  one (tested: 4 blocks, 2 graphs).
 * ``dynamic=False`` recompiles for every new input shape (batch, resolution); the first call at a
   shape is slow. Warm up before timing.
 * ``mode`` applies to Inductor only; another backend with a ``mode`` is refused.
