@@ -57,9 +57,10 @@ Pitfalls
 * Cross-attention keys and values read the text encoder's width, which is a model input: their
   input width never shrinks, only their output (head) width.
 * Transformers are refused: their residual stream receives a fixed, non-parameter position
-  embedding and AdaLN modulation vectors cut by ``chunk`` into per-block shifts and scales.
-  ``torch_pruning`` 1.6's DepGraph run on them as on a U-Net returns models that fail (tried on
-  the tiny DiT: a size mismatch in the forward; PixArt: an index error while pruning), and
+  embedding (a buffer DepGraph does not shrink) and AdaLN modulation vectors cut by ``chunk``
+  into per-block shifts and scales. ``torch_pruning`` 1.6's DepGraph run on them as on a U-Net
+  fails (tried on the tiny models: DiT and SD3 prune to models whose forward fails on a size
+  mismatch with the position embedding; PixArt and Flux raise index errors while pruning), and
   Diff-Pruning covers U-Nets only.
 * Tiny widths prune coarsely: a GroupNorm's groups stay equal-sized, so with 2 channels per
   group a ratio of 0.3 removes one of the two (half the width).
@@ -90,9 +91,9 @@ REFUSED = {
     "FluxTransformer2DModel": "MMDiT transformer with rotary embeddings",
 }
 REASON = (
-    "DepGraph does not prune a transformer's residual stream consistently (a fixed position "
-    "embedding is added to it, AdaLN modulation is cut from it by chunk), and Diff-Pruning "
-    "covers U-Nets"
+    "DepGraph does not prune a transformer's residual stream consistently (torch_pruning 1.6 on "
+    "the tiny models: DiT and SD3 come out with a position-embedding buffer wider than the "
+    "pruned stream, PixArt and Flux fail while pruning), and Diff-Pruning covers U-Nets"
 )
 
 Calibration = Callable[[nn.Module], torch.Tensor]
