@@ -231,6 +231,13 @@ def test_fusion_folds_the_groupnorm_affine_of_unet2d_attention() -> None:
     assert same_state(model, state) and torch.equal(run(model, inputs), before)
 
 
+def test_fusion_refuses_a_model_that_is_not_a_production_class() -> None:
+    with pytest.raises(UnsupportedModel, match=r"^projection fusion does not support Sequential"):
+        apply_fusion(nn.Sequential(nn.Linear(4, 4)))
+    with pytest.raises(UnsupportedModel, match=r"^dict is neither a model nor a pipeline"):
+        apply_fusion({})
+
+
 def test_fusion_part_on_another_input_recomputes() -> None:
     torch.manual_seed(0)
     layers = [nn.Linear(6, 4), nn.Linear(6, 4, bias=False)]
