@@ -42,7 +42,7 @@ Pitfalls
 * The SVD is a full float64 one per layer (exact, slow): at the SD-1.5 U-Net's shape the
   default factorises 139 layers (141 square ones stay dense), 860 M -> 541 M parameters and 63%
   of the multiply-adds at 32 x 32 latents, and applying it took about 15 minutes on a busy
-  2-core CPU. Apply once and save the factorised model rather than re-applying per run.
+  2-core CPU: apply it once per process, not per sampling run.
 * Random weights have flat spectra, so (4) is large at any ``r < n``: at production shapes with
   random weights only the cost is meaningful, never the quality.
 * [`factorize_layer`][reference.low_rank_inference.factorize.factorize_layer] builds its layers
