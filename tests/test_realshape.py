@@ -38,7 +38,7 @@ def test_quick_study_times_every_technique_on_every_model_it_applies_to(tmp_path
     result, path = run_benchmark(p)
     data = result.to_dict()
     ids = {r["id"] for r in data["rows"]}
-    expected = {
+    expected = {f"{m}.baseline" for m in bench.QUICK.models} | {
         f"{m}.{t}"
         for m in bench.QUICK.models
         for t in bench.QUICK.techniques
@@ -47,6 +47,9 @@ def test_quick_study_times_every_technique_on_every_model_it_applies_to(tmp_path
     assert ids == expected and path.is_file()
     for row in data["rows"]:
         v = row["values"]
+        if row["role"] == "baseline":
+            assert v["latency_ms"] > 0 and v["gflops"] > 0
+            continue
         lo, hi = row["intervals"]["speedup"]
         assert lo <= v["speedup"] <= hi and v["latency_ms"] > 0
         if row["config"]["method"] == "deepcache" or row["config"]["method"] == "forecasting":

@@ -84,7 +84,7 @@ class Config:
 
 
 FULL = Config()
-QUICK = Config(side=8, steps=3, repeats=2, warmup=0, real=False)
+QUICK = Config(side=8, steps=6, repeats=2, warmup=0, real=False)
 OPTIONS = (
     Option("models", name_tuple, "A,B"),
     Option("techniques", name_tuple, "A,B"),
@@ -95,50 +95,52 @@ OPTIONS = (
 
 
 # ----------------------------------------------------------------------------- the variants
-Applier = Callable[[nn.Module, str], tuple[nn.Module, Callable[..., Any] | None]]
-"""``(model copy, kind) -> (module to call, optional wrapper of the inputs)``."""
+Applier = Callable[[nn.Module, dict[str, Any]], nn.Module]
+"""``(model copy, the loop's inputs) -> the module the loop calls``."""
 
 
-def _deepcache(model: nn.Module, kind: str) -> tuple[nn.Module, None]:
+def _deepcache(model: nn.Module, inputs: dict[str, Any]) -> nn.Module:
     from reference.feature_caching.production import DeepCacheConfig, apply_deepcache
 
-    return apply_deepcache(model, DeepCacheConfig(interval=3)).model, None
+    return apply_deepcache(model, DeepCacheConfig(interval=3)).model
 
 
-def _forecasting(model: nn.Module, kind: str) -> tuple[nn.Module, None]:
+def _forecasting(model: nn.Module, inputs: dict[str, Any]) -> nn.Module:
     from reference.accelerate_method.production import ForecastConfig, apply_step_forecasting
 
-    return apply_step_forecasting(model, ForecastConfig(interval=3)).model, None
+    return apply_step_forecasting(model, ForecastConfig(interval=3)).model
 
 
-def _low_rank(model: nn.Module, kind: str) -> tuple[nn.Module, None]:
+def _low_rank(model: nn.Module, inputs: dict[str, Any]) -> nn.Module:
     from reference.low_rank_inference.production import LowRankConfig, apply_low_rank
 
-    return apply_low_rank(model, LowRankConfig()).model, None
+    return apply_low_rank(model, LowRankConfig()).model
 
 
-def _fusion(model: nn.Module, kind: str) -> tuple[nn.Module, None]:
+def _fusion(model: nn.Module, inputs: dict[str, Any]) -> nn.Module:
     from reference.conv_fusion.production import FusionConfig, apply_fusion
 
-    return apply_fusion(model, FusionConfig()).model, None
+    return apply_fusion(model, FusionConfig()).model
 
 
-def _compile(model: nn.Module, kind: str) -> tuple[nn.Module, None]:
+def _compile(model: nn.Module, inputs: dict[str, Any]) -> nn.Module:
     from reference.tpu_deployment.production import RegionalCompileConfig, apply_regional_compile
 
-    return apply_regional_compile(model, RegionalCompileConfig()).model, None
+    return apply_regional_compile(model, RegionalCompileConfig()).model
 
 
-def _pruning(model: nn.Module, kind: str) -> tuple[nn.Module, None]:
+def _pruning(model: nn.Module, inputs: dict[str, Any]) -> nn.Module:
     from reference.pruning.production import StructuredPruningConfig, apply_structured_pruning
 
-    return apply_structured_pruning(model, StructuredPruningConfig()), None
+    return apply_structured_pruning(model, StructuredPruningConfig())
 
 
-def _cfg(model: nn.Module, kind: str) -> tuple[nn.Module, None]:
+def _cfg(model: nn.Module, inputs: dict[str, Any]) -> nn.Module:
     from reference.classifier_guidance.production import CFGConfig, apply_cfg
 
-    return apply_cfg(model, CFGConfig(guidance_scale=7.5)).model, None
+    # the null prompt's encoding stands in as zeros: with random weights only the cost counts
+    text = {k: torch.zeros_like(inputs[k]) for k in ("encoder_hidden_states",) if k in inputs}
+    return apply_cfg(model, CFGConfig(guidance_scale=7.5), uncond=text or None).model
 
 
 VARIANTS: dict[str, tuple[tuple[str, ...], Applier]] = {
@@ -208,14 +210,23 @@ def _row(model_id: str, technique: str, lat: Any, flops: tuple[float, float]) ->
     )
 
 
+def _baseline_row(model_id: str, medians: list[float], gflops: float) -> Row:
+    """The untouched model: the median of its medians over the comparisons it was timed in."""
+    import statistics
+
+    values: dict[str, float | None] = {"gflops": gflops}
+    values["latency_ms"] = statistics.median(medians) if medians else None
+    config = {"method": "baseline", "model": model_id}
+    return Row(f"{model_id}.baseline", config, "baseline", values)
+
+
 def time_technique(cfg: Config, model_id: str, technique: str, base: nn.Module) -> Row:
     """One comparison: the plain model against a copy with ``technique`` applied."""
     from reference.harness.cost import compare_latency
     from reference.zoo import shapes
 
-    kind = MODELS[model_id]
     inputs = shapes.example_inputs(base, batch=1, side=cfg.side)
-    variant, _ = VARIANTS[technique][1](copy.deepcopy(base), kind)
+    variant = VARIANTS[technique][1](copy.deepcopy(base), inputs)
     runs = {
         "baseline": denoising_loop(base, inputs, cfg.steps),
         "technique": denoising_loop(variant, inputs, cfg.steps),
@@ -239,24 +250,27 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     pairs = [(m, t) for m in cfg.models for t in cfg.techniques if MODELS[m] in VARIANTS[t][0]]
     rows: list[Row] = []
     sizes: dict[str, Any] = {}
+    baseline_ms: dict[str, list[float]] = {m: [] for m in cfg.models}
     with tqdm(total=len(pairs), desc="real shapes") as bar:
         for model_id in cfg.models:
             base = shapes.build(MODELS[model_id], real=cfg.real)
             inputs = shapes.example_inputs(base, batch=1, side=cfg.side)
-            sizes[model_id] = {
-                "class": type(base).__name__,
-                "params_m": sum(p.numel() for p in base.parameters()) / 1e6,
-                "gflops_per_step": loop_gflops(denoising_loop(base, inputs, 1)),
-            }
+            per_step = loop_gflops(denoising_loop(base, inputs, 1))
+            key = model_id.replace("-", "_")
+            sizes[f"{key}_params_m"] = sum(p.numel() for p in base.parameters()) / 1e6
+            sizes[f"{key}_gflops_per_step"] = per_step
             for m, technique in pairs:
                 if m == model_id:
                     bar.set_postfix_str(f"{model_id} {technique}")
-                    rows.append(time_technique(cfg, model_id, technique, base))
+                    row = time_technique(cfg, model_id, technique, base)
+                    baseline_ms[model_id].append(row.values["baseline_ms"])
+                    rows.append(row)
                     bar.update()
+            rows.append(_baseline_row(model_id, baseline_ms[model_id], per_step * cfg.steps))
             del base
             gc.collect()
     return Measurement(
-        settings=settings_of(cfg, models=sizes, batch=1),
+        settings=settings_of(cfg, batch=1, **sizes),
         metrics=metrics(
             "latency_ms",
             "speedup",
