@@ -696,6 +696,9 @@ FIRST_STUDIES = ("baseline-sanity",)
 LAST_STUDIES = (STACKING, "realshape")
 """Studies run after the techniques (they apply the techniques' code)."""
 STUDY_NAMES = (*FIRST_STUDIES, *LAST_STUDIES)
+UNMEASURED = ("realshape",)
+"""Studies whose first standard run is pending: ``glossary bench --check`` says so instead of
+reporting a missing result. A test fails once such a study has a result (remove it here)."""
 _VALUED = ("--threads", "--out")
 
 
@@ -744,7 +747,7 @@ def _run_study(name: str, argv: list[str]) -> int:
         from reference.stacking.cli import run as stacking_run
 
         return stacking_run(argv)
-    from reference.harness.study import STUDIES, UNMEASURED
+    from reference.harness.study import STUDIES
     from reference.harness.study import main as study_main
 
     if argv == ["--check"] and name in UNMEASURED:

@@ -23,9 +23,6 @@ from reference.registry import Technique
 
 STUDIES = (Technique("baseline-sanity"), Technique("realshape"))
 """Every study, by slug (the package follows the registry's rule)."""
-UNMEASURED = ("realshape",)
-"""Studies whose first standard run is pending: ``glossary bench --check`` says so instead of
-reporting a missing result. A test fails once such a study has a result (remove it here)."""
 
 
 def check(study: Technique, results_dir: Path | None = None) -> list[str]:
