@@ -217,16 +217,25 @@ def test_covered_files_are_the_package_and_the_shared_layers() -> None:
 
 
 def test_a_run_records_what_it_imported_and_opened_not_every_shared_file() -> None:
-    from reference.harness import provenance as prov
-
-    with prov.recording() as record:
-        import reference.harness.stats  # noqa: F401
-
-        (REPO_ROOT / "reference" / "data.py").read_bytes()
-    used = {rel(p) for p in record["used"]}
+    # a fresh interpreter, as `glossary bench` gives every run: nothing imported beforehand
+    code = (
+        "import json\n"
+        "from reference.harness import provenance as prov\n"
+        "from reference.registry import get\n"
+        "with prov.recording() as record:\n"
+        "    import reference.harness.stats\n"
+        "    (prov.REFERENCE_DIR / 'data.py').read_bytes()\n"
+        f"files = prov.recorded_files(get({SLUG!r}), record['used'])\n"
+        "print(json.dumps({'used': sorted(map(prov.rel, record['used'])),\n"
+        "                  'files': sorted(map(prov.rel, files))}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    used, files = set(got["used"]), set(got["files"])
     assert {"reference/harness/stats.py", "reference/data.py"} <= used
     assert not any("/locale/" in f or f.startswith("reference/results/") for f in used)
-    files = {rel(p) for p in prov.recorded_files(get(SLUG), record["used"])}
     assert "reference/feature_caching/deepcache.py" in files  # the whole package, always
     assert "reference/harness/stats.py" in files
     assert "reference/pruning/structured.py" not in files  # not imported by this run

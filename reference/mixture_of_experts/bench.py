@@ -2,7 +2,8 @@
 technique contract of `reference.harness.cli`).
 
 Rows: four tiny DiTs of the zoo with the same width, depth, heads and training budget, sampled
-with the same DDIM loop from the same noise on every seed:
+with the same DDIM loop (on the clipped ODE, `reference.harness.ode`) from the same noise on every
+seed:
 
 * a dense feed-forward network with the MoE's **active** FLOPs per token (baseline),
 * a dense network with the MoE's **total** parameters, one FFN as wide as all experts (control),
@@ -106,11 +107,12 @@ def _load(name: str) -> nn.Module:
 
 
 def _runner(model: nn.Module, cfg: Config, n: int, seed: int) -> Callable[[], torch.Tensor]:
-    from reference import zoo
-    from reference.harness import class_labels, make_noise, model_eps_fn, sample
+    """DDIM on the clipped ODE every sampler of the harness solves (`reference.harness.ode`)."""
+    from reference.harness import class_labels, make_noise, model_eps_fn
+    from reference.harness.ode import solve
 
     eps, noise, labels = model_eps_fn(model), make_noise(n, seed=seed), class_labels(n)
-    return lambda: sample(eps, zoo.teacher_scheduler(), noise, steps=cfg.steps, labels=labels)
+    return lambda: solve(eps, noise, steps=cfg.steps, labels=labels)
 
 
 LATENCY_SEED = 1000
@@ -269,6 +271,7 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
         settings=settings_of(
             cfg,
             scheduler="ddim",
+            ode="clipped",
             dim=CONFIGS["moe_dense"]["dim"],
             depth=CONFIGS["moe_dense"]["depth"],
             mlp_hidden=CONFIGS["moe_dense"]["mlp_hidden"],
