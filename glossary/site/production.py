@@ -387,7 +387,8 @@ def class_lines(call: Call, lang: str, _: Translate) -> list[str]:
         prefix = flow_matching_prefix()
         return [
             f"- {accepts}: {words.message('supported.ddpm-scheduler')}",
-            f"- {refuses}: `{prefix}…` — {words.message('reason.flow-matching')}",
+            f"- {refuses}: {words.message('refused.prefix', {'prefix': f'`{prefix}`'})} — "
+            + words.message("reason.flow-matching"),
         ]
     lines = [f"- {accepts}: {_codes(supported_classes(call))}."]
     refused = refused_classes(call)
