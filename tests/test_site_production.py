@@ -9,6 +9,7 @@ values); the other pages have none, and an es or ru section holds no English out
 
 from __future__ import annotations
 
+import html.parser
 import re
 import subprocess
 import sys
@@ -237,3 +238,42 @@ def test_the_section_is_written_without_torch_or_diffusers() -> None:
         "assert 'torch' not in sys.modules and 'diffusers' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+class _Text(html.parser.HTMLParser):
+    """The text nodes of an HTML fragment outside ``<code>`` and ``<pre>``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0
+        self.texts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.depth += tag in ("code", "pre")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.depth -= tag in ("code", "pre")
+
+    def handle_data(self, data: str) -> None:
+        if not self.depth and data.strip():
+            self.texts.append(data.strip())
+
+
+@pytest.mark.parametrize("lang", ["es", "ru"])
+def test_the_rendered_section_reads_in_the_page_language(lang: str) -> None:
+    markdown = pytest.importorskip("markdown")
+    extensions = ["attr_list", "admonition", "tables", "pymdownx.superfences"]
+    for slug in SLUGS:
+        markup = markdown.markdown(section(slug, lang), extensions=extensions)
+        heading = f'<h2 data-search-exclude id="{production.ANCHOR}">{HEADINGS[lang]}</h2>'
+        assert markup.startswith(heading), markup[:120]
+        assert markup.count("<pre>") == len(production.CALLS[slug])
+        parser = _Text()
+        parser.feed(markup)
+        letters = "".join(parser.texts)
+        latin = sum(c.isascii() and c.isalpha() for c in letters)
+        if lang == "ru":  # Russian prose: Cyrillic letters outnumber the Latin ones of names
+            assert latin < sum("а" <= c.lower() <= "я" or c in "ёЁ" for c in letters), slug
+        english_words = {"the", "and", "of", "every", "which", "whose", "runs"}
+        words = {w.lower() for t in parser.texts for w in re.findall(r"[A-Za-z]+", t)}
+        assert words.isdisjoint(english_words), (slug, words & english_words)
