@@ -234,6 +234,17 @@ CALLS: dict[str, tuple[Call, ...]] = {
             "SUPPORTED",
             {"UNet2DModel": "async-zoo-unet", **_each(_TRANSFORMERS, "async-transformer")},
         ),
+        Call(
+            "run-async",
+            "reference.async_pipeline.production_launch",
+            "run_async",
+            "AsyncPipelineConfig",
+            "config = AsyncPipelineConfig(stages=2, warmup=2)\n"
+            'run = run_async("unet2d-condition", config, steps=20, world_size=2)\n'
+            "latents, seconds = run.latents, run.wall_s",
+            "SUPPORTED",
+            {"UNet2DModel": "async-zoo-unet", **_each(_TRANSFORMERS, "async-transformer")},
+        ),
     ),
 }
 """The calls each technique page shows, by entry slug; a technique not listed has none."""
