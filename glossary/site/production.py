@@ -44,7 +44,9 @@ class CodeReadError(ValueError):
 class Call:
     """One ``apply_x`` call a technique page shows.
 
-    ``key``: the message ids ``does.<key>`` (what it does). ``supported``: the name of the
+    ``key``: the message id ``does.<key>`` (what it does). ``function`` and ``config``: the names
+    the snippet imports from ``module`` (``config`` empty for a call that takes none).
+    ``snippet``: the lines after the import. ``supported``: the name of the
     module's supported-class constant, or ``None`` for a scheduler swap (any pipeline whose
     scheduler is not a flow-matching one). ``reasons``: refused class -> reason id
     (``reason.<id>``); a test checks that it names exactly the classes the code refuses.
