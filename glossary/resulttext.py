@@ -11,6 +11,8 @@ Catalogs
 * the shared domain ``results`` (``glossary/locale/<lang>/LC_MESSAGES/results.po``): metric names,
   units, roles, aim states, anomalies and the notes every benchmark can use;
 * ``guide``, beside it: the words of the site's "What should I use?" page;
+* ``production``, beside it: what each technique's ``apply_x`` call does and why it refuses a
+  class (:mod:`glossary.site.production`);
 * one domain per technique, named by its slug, beside its code
   (``reference/<package>/locale/<lang>/LC_MESSAGES/<slug>.po``): its configuration methods,
   custom metrics, aims, notes, figure captions and command-line options.
@@ -37,8 +39,9 @@ from typing import Any
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "reference"
 SHARED_DOMAIN = "results"
-SITE_DOMAINS = (SHARED_DOMAIN, "guide")
-"""Domains kept in ``glossary/locale`` (the shared one, and the guide page's own)."""
+SITE_DOMAINS = (SHARED_DOMAIN, "guide", "production")
+"""Domains kept in ``glossary/locale`` (the shared one, the guide page's own, and the words of
+the technique pages' "On a diffusers model" sections)."""
 LANGS = ("es", "ru", "en")
 MIN_GROUPING_DIGITS = {"es": 2, "ru": 1, "en": 1}
 """CLDR's ``minimumGroupingDigits`` (Babel does not apply it): Spanish writes 1318,5 but

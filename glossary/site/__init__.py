@@ -6,6 +6,8 @@
 * :mod:`~glossary.site.results`: reading the result files through the shared schema;
 * :mod:`~glossary.site.benchmark`: the measured part of a technique page;
 * :mod:`~glossary.site.terms`: the page of one entry;
+* :mod:`~glossary.site.production`: a technique page's "On a diffusers model" section, its
+  classes read from the reference code's constants without importing it;
 * :mod:`~glossary.site.indexes` and :mod:`~glossary.site.compare`: the A-Z, category and
   comparison pages;
 * :mod:`~glossary.site.downloads`: the exports offered on the downloads page;
