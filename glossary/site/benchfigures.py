@@ -196,7 +196,6 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             (
                 Series(("svd-0.35", "svd-0.5", "svd-0.75"), "chart.series-svd"),
                 Series(("asvd-0.35", "asvd-0.5", "asvd-0.75"), "chart.series-asvd"),
-                Series(("dense",)),
             ),
             log_y=True,
         ),

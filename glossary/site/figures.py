@@ -1,9 +1,12 @@
 """Figures on the pages: ``<figure>`` with an image, its alt text and a caption.
 
-Two kinds: the charts drawn at build time (:mod:`glossary.site.plots`, one SVG per language
-under ``assets/results/<lang>/``) and the figures a benchmark committed beside its result (sample
-grids and plots, PNG). Both are written as HTML, so the caption is a real ``<figcaption>`` and
-the image keeps its size before it loads; MkDocs does not rewrite the address of an image in
+Two kinds: the charts drawn at build time (:mod:`glossary.site.plots`, and the benchmarks' own
+charts redrawn from the rows by :mod:`glossary.site.benchfigures`; one SVG per language under
+``assets/results/<lang>/``) and the figures a benchmark committed beside its result: sample
+grids (PNG, digits only, their rows named below them in the page's language) and the few
+charts whose data is not in the rows (PNG on the English page only, linked from the others).
+Both are written as HTML, so the caption is a real ``<figcaption>`` and the image keeps its
+size before it loads; MkDocs does not rewrite the address of an image in
 HTML, so it is computed relative to the page (:func:`asset_href`). A committed figure's caption
 is its ``figure.<id>`` message (it names the rows of a sample grid); its alt text says what kind
 of figure it is.
@@ -15,7 +18,7 @@ import posixpath
 from collections.abc import Callable
 
 from glossary.resulttext import ResultText
-from glossary.site.benchfigures import sample_rows
+from glossary.site.benchfigures import replaced, sample_rows
 from glossary.site.markdown import html_attr
 from glossary.site.plots import Chart
 from glossary.site.results import FIGURES_DIR, Result
@@ -84,18 +87,19 @@ def committed_figures(
     drawn: dict[str, list[Chart]],
     chart_href: Callable[[Chart], str],
 ) -> list[str]:
-    """The result's committed figures, in order: a sample grid as its PNG with its rows named,
-    a chart as the SVGs drawn from the rows in the page's language (``drawn``: charts by
-    figure file); a chart whose data is not in the rows stays a PNG on the English page and is
-    a link with a sentence saying why on the others (its text is English)."""
+    """The result's committed figures, in order: a sample grid as its PNG with its rows
+    named; a chart as the SVGs drawn from the rows in the page's language (``drawn``: charts
+    by figure file, none before they are drawn); a chart whose data is not in the rows as its
+    PNG on the English page and, on the others, a link to it with a sentence saying why (its
+    text is English)."""
     lines = []
     for fig in result["figures"]:
         if fig["caption"] == SAMPLE_CAPTION:
             alt = text.message("site.alt-samples")
             lines += figure(href_of[fig["file"]], alt, text.caption(fig))
             lines += sample_labels(result, text)
-        elif drawn.get(fig["file"]):
-            for chart in drawn[fig["file"]]:
+        elif replaced(result, fig):
+            for chart in drawn.get(fig["file"], []):
                 lines += figure(chart_href(chart), chart.alt, chart.caption, chart.size())
         elif text.lang == "en":
             lines += figure(href_of[fig["file"]], text.message("site.alt-chart"), text.caption(fig))
