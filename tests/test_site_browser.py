@@ -589,7 +589,7 @@ def test_committed_benchmark_charts_keep_their_texts_inside(
         for figure in result["figures"]
         for chart in figure_charts(result, figure, lang)
     ]
-    assert len(charts) >= 16
+    assert len(charts) >= 18
     with browser_support.context(browser, base_url) as ctx:
         tab = ctx.new_page()
         for chart in charts:

@@ -42,6 +42,12 @@ FRAGMENT_MIN = 12
 SAME_IN_TRANSLATION = {
     ("es", "role.control"),  # Spanish "control" (el control), the same word as the English
     ("es", "site.control-no"),  # Spanish "no", the verdict "does not beat its control"
+    # the samplers' published names, a line each in the scheduler trade-off's redrawn sweep
+    *(
+        (lang, f"chart.series-{name}")
+        for lang in ("es", "ru")
+        for name in ("ddpm", "ddim", "dpmpp2m", "unipc", "euler")
+    ),
 }
 # Messages with placeholders whose long static fragments are names, not English prose.
 NAME_FRAGMENTS = {

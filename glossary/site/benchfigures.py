@@ -5,13 +5,15 @@ reader of the Spanish or Russian page should not meet them, so each chart whose 
 hold is described here (:data:`CHARTS`, read from the figure function of the technique's
 ``bench.py``) and drawn like the page's own chart: one SVG per language, the words from the
 catalogs (series names ``chart.series-<id>`` in the technique's catalog, axis titles in the
-shared ``results`` catalog), the values and their 95% intervals from the rows. Two kinds:
+shared ``results`` catalog), the values and their 95% intervals from the rows. Three kinds:
 
 * :class:`Curves`: one metric against a metric or a configuration value, one line per series
   of rows (a series of one row is a single point, named by its configuration);
-* :class:`Dots`: one or more metrics per row, a dot plot with one line per configuration.
+* :class:`Dots`: one or more metrics per row, a dot plot with one line per configuration;
+* :class:`Sweep`: a sweep the benchmark kept in its settings (one seed, no interval) instead
+  of rows, drawn like :class:`Curves`.
 
-A chart whose data is not in the rows (a sweep the benchmark ran but did not store as rows) is
+A chart whose data is not in the result (a sweep the benchmark ran but did not store) is
 listed in :data:`NOT_IN_ROWS`; it is not drawn, and the pages say so (:mod:`glossary.site.terms`).
 
 Sample grids (digits, no text) stay PNG; :func:`sample_rows` says which row of the result each
@@ -74,7 +76,23 @@ class Dots:
     ref_line: float | None = None
 
 
-Spec = Curves | Dots
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep the benchmark kept in its settings, not in rows: ``values`` (a list per series
+    of ``series``, one value of metric ``y`` per x) against ``x`` (one list, or a list per
+    series); ``x_title`` is a metric or ``chart.axis-*`` message; each series is named by the
+    technique's ``chart.series-<name>`` message."""
+
+    y: str
+    values: str
+    x: str
+    x_title: str
+    series: str
+    log_x: bool = False
+    log_y: bool = False
+
+
+Spec = Curves | Dots | Sweep
 
 _FDD_NFE = Curves(
     "fd_digits",
@@ -223,6 +241,20 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             log_y=True,
         ),
     ),
+    # reference/scheduler_tradeoff/figures.py: plot_tradeoff, the sweep on the first seed
+    # (kept in the settings: sweep_fd_digits and sweep_seconds per scheduler and NFE)
+    ("scheduler-tradeoff", "tradeoff"): (
+        Sweep("fd_digits", "sweep_fd_digits", "nfe_grid", "nfe", "schedulers", True, True),
+        Sweep(
+            "fd_digits",
+            "sweep_fd_digits",
+            "sweep_seconds",
+            "chart.axis-sweep-seconds",
+            "schedulers",
+            True,
+            True,
+        ),
+    ),
     # reference/stochastic_reparameterization/figures.py: the variance figure
     ("stochastic-reparameterization", "variance"): (
         Dots(
@@ -267,7 +299,6 @@ NOT_IN_ROWS: dict[tuple[str, str], str] = {
     ("grid-search", "strategies"): "best value per trial count; not stored in the result",
     ("low-rank-inference", "error-vs-rank"): "a sweep over ranks, not stored in the result",
     ("mixture-of-experts", "utilisation"): "routing shares per block, not stored in the result",
-    ("scheduler-tradeoff", "tradeoff"): "the sweep is in the settings, not in rows",
     ("stochastic-reparameterization", "mechanism"): "per-timestep losses, not stored",
     ("stochastic-reparameterization", "training"): "training curves, not stored in the result",
     ("tpu-deployment", "payoff"): "a cost model drawn from the medians, not measured rows",
@@ -400,6 +431,26 @@ def curve_lines(result: Result, spec: Curves, text: ResultText) -> list[Line]:
     return lines
 
 
+def sweep_lines(result: Result, spec: Sweep, text: ResultText) -> list[Line]:
+    """One line per series of a settings sweep (no interval: one seed); a value that is not
+    a finite number is left out."""
+    settings = result["settings"]
+    names, values, xs = settings.get(spec.series), settings.get(spec.values), settings.get(spec.x)
+    if not isinstance(names, list) or not isinstance(values, list) or not isinstance(xs, list):
+        return []
+    lines = []
+    for i, (name, ys) in enumerate(zip(names, values, strict=False)):
+        row_xs = xs[i] if xs and isinstance(xs[0], list) else xs
+        points = tuple(
+            (float(x), float(y), None)
+            for x, y in zip(row_xs, ys, strict=False)
+            if finite(x) is not None and finite(y) is not None
+        )
+        if points:
+            lines.append(Line(text.message(f"chart.series-{name}"), points))
+    return lines
+
+
 def dot_points(result: Result, spec: Dots, metric: str, text: ResultText) -> list[Point]:
     """The rows of ``spec`` that measured ``metric``, as points (value in ``speedup``)."""
     points = []
@@ -435,8 +486,19 @@ def _log(ax: Any, which: str, values: list[float], wanted: bool) -> None:
         draw.log_axis(ax, which, values)
 
 
-def _draw_curves(result: Result, spec: Curves, lines: list[Line], lang: str) -> bytes:
+def curve_titles(result: Result, spec: Curves | Sweep, text: ResultText) -> tuple[str, str]:
+    """The x and y axis titles of a line chart."""
+    x = spec.x if isinstance(spec, Curves) else spec.x_title
+    if x.startswith("chart."):
+        x_title = text.message(x)
+    else:
+        x_title = axis_title(result, x, text, direction=False)
+    return x_title, axis_title(result, spec.y, text)
+
+
+def _draw_curves(result: Result, spec: Curves | Sweep, lines: list[Line], lang: str) -> bytes:
     text = ResultText(result["slug"], lang)
+    ref_line = spec.ref_line if isinstance(spec, Curves) else None
     with draw.figure(4.6) as (fig, ax):
         xs, ys = [], []
         for i, line in enumerate(lines):
@@ -458,15 +520,14 @@ def _draw_curves(result: Result, spec: Curves, lines: list[Line], lang: str) -> 
             )
             xs += [p[0] for p in pts]
             ys += [v for _x, y, s in pts for v in ((y, *s) if s else (y,))]
-        if spec.ref_line is not None:
-            ax.axhline(spec.ref_line, color=draw.FOREGROUND, linewidth=0.8, zorder=1)
-            ys.append(spec.ref_line)
+        if ref_line is not None:
+            ax.axhline(ref_line, color=draw.FOREGROUND, linewidth=0.8, zorder=1)
+            ys.append(ref_line)
         _log(ax, "x", xs, spec.log_x)
         _log(ax, "y", ys, spec.log_y)
         draw.locale_axis(ax.xaxis, lang)
         draw.locale_axis(ax.yaxis, lang)
-        x_title = axis_title(result, spec.x, text, direction=False)
-        draw.labels(ax, x_title, axis_title(result, spec.y, text))
+        draw.labels(ax, *curve_titles(result, spec, text))
         draw.legend(fig, ax.get_legend_handles_labels()[0])
         return draw.to_svg(fig)
 
@@ -563,15 +624,10 @@ def replaced(result: Result, figure: dict[str, Any]) -> bool:
 
 
 def _caption(result: Result, spec: Spec, text: ResultText) -> tuple[str, str]:
-    if isinstance(spec, Curves):
-        params = {
-            "y": text.metric(spec.y),
-            "x": axis_title(result, spec.x, text, direction=False),
-            "n": len(spec.series),
-        }
-        return text.message("chart.caption-curves", params), text.message(
-            "chart.alt-curves", params
-        )
+    if isinstance(spec, Curves | Sweep):
+        params = {"y": text.metric(spec.y), "x": curve_titles(result, spec, text)[0]}
+        kind = "chart.caption-curves" if isinstance(spec, Curves) else "chart.caption-sweep"
+        return text.message(kind, params), text.message("chart.alt-curves", params)
     names = ", ".join(text.metric(m) for m in spec.metrics)
     params = {"metrics": names, "n": len(spec.rows)}
     return text.message("chart.caption-dots", params), text.message("chart.alt-dots", params)
@@ -589,13 +645,19 @@ def figure_charts(result: Result, figure: dict[str, Any], lang: str) -> list[Cha
             if not lines:
                 continue
             drawing = partial(_draw_curves, result, spec, lines, lang)
+        elif isinstance(spec, Sweep):
+            lines = sweep_lines(result, spec, text)
+            if not lines:
+                continue
+            drawing = partial(_draw_curves, result, spec, lines, lang)
         else:
             if not any(dot_points(result, spec, m, text) for m in spec.metrics):
                 continue
             drawing = partial(_draw_dots, result, spec, lang)
         caption, alt = _caption(result, spec, text)
         name = chart_name(figure["file"], i)
-        data = json.dumps([result["rows"], result["metrics"], repr(spec)], sort_keys=True)
+        inputs = [result["rows"], result["metrics"], result["settings"], repr(spec)]
+        data = json.dumps(inputs, sort_keys=True)
         key = chart_key(name, lang, data, domains=(result["slug"], "results"))
         charts.append(Chart(name=name, caption=caption, alt=alt, key=key, draw=drawing))
     return charts
