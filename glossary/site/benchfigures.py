@@ -81,7 +81,7 @@ class Sweep:
     """A sweep the benchmark kept in its settings, not in rows: ``values`` (a list per series
     of ``series``, one value of metric ``y`` per x) against ``x`` (one list, or a list per
     series); ``x_title`` is a metric or ``chart.axis-*`` message; each series is named by the
-    technique's ``chart.series-<name>`` message."""
+    technique's message ``<label><name>``."""
 
     y: str
     values: str
@@ -90,6 +90,8 @@ class Sweep:
     series: str
     log_x: bool = False
     log_y: bool = False
+    label: str = "chart.series-"
+    """The prefix of the series' message ids (the name follows it)."""
 
 
 Spec = Curves | Dots | Sweep
@@ -243,17 +245,18 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
     ),
     # reference/scheduler_tradeoff/figures.py: plot_tradeoff, the sweep on the first seed
     # (kept in the settings: sweep_fd_digits and sweep_seconds per scheduler and NFE)
-    ("scheduler-tradeoff", "tradeoff"): (
-        Sweep("fd_digits", "sweep_fd_digits", "nfe_grid", "nfe", "schedulers", True, True),
+    ("scheduler-tradeoff", "tradeoff"): tuple(
         Sweep(
             "fd_digits",
             "sweep_fd_digits",
-            "sweep_seconds",
-            "chart.axis-sweep-seconds",
+            x,
+            title,
             "schedulers",
-            True,
-            True,
-        ),
+            log_x=True,
+            log_y=True,
+            label="chart.sampler-",
+        )
+        for x, title in (("nfe_grid", "nfe"), ("sweep_seconds", "chart.axis-sweep-seconds"))
     ),
     # reference/stochastic_reparameterization/figures.py: the variance figure
     ("stochastic-reparameterization", "variance"): (
@@ -447,7 +450,7 @@ def sweep_lines(result: Result, spec: Sweep, text: ResultText) -> list[Line]:
             if finite(x) is not None and finite(y) is not None
         )
         if points:
-            lines.append(Line(text.message(f"chart.series-{name}"), points))
+            lines.append(Line(text.message(f"{spec.label}{name}"), points))
     return lines
 
 
