@@ -92,6 +92,9 @@ class Sweep:
     log_y: bool = False
     label: str = "chart.series-"
     """The prefix of the series' message ids (the name follows it)."""
+    rows: bool = False
+    """The series names are row ids: the message is the prefix and the row's method, filled
+    with its configuration."""
 
 
 Spec = Curves | Dots | Sweep
@@ -129,8 +132,8 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             ref_line=1.0,
         ),
     ),
-    # reference/classifier_guidance/figures.py: _scale_panels (the accuracy panel; the
-    # accuracy-against-NFE panel is a sweep kept in the settings, not in rows)
+    # reference/classifier_guidance/figures.py: plot_study: accuracy and FDD against the
+    # scale (_scale_panels, from rows), accuracy against NFE (kept in the settings)
     ("classifier-guidance", "scales-and-nfe"): (
         Curves(
             "accuracy",
@@ -148,6 +151,16 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
                 Series(("cfg-1", "cfg-1.5", "cfg-2", "cfg-3"), "chart.series-cfg"),
             ),
             log_y=True,
+        ),
+        Sweep(
+            "accuracy",
+            "accuracy_vs_nfe",
+            "nfe_grid",
+            "nfe",
+            "accuracy_vs_nfe_rows",
+            log_x=True,
+            label="chart.curve-",
+            rows=True,
         ),
     ),
     # reference/consistency_latent_diffusion/bench.py: _figures (bar chart of FDD)
@@ -434,6 +447,14 @@ def curve_lines(result: Result, spec: Curves, text: ResultText) -> list[Line]:
     return lines
 
 
+def _sweep_label(result: Result, spec: Sweep, name: str, text: ResultText) -> str:
+    row = _row(result, name) if spec.rows else None
+    if row is None:
+        return text.message(f"{spec.label}{name}")
+    params = {k: v for k, v in row["config"].items() if k != "method"}
+    return text.message(f"{spec.label}{row['config']['method']}", params)
+
+
 def sweep_lines(result: Result, spec: Sweep, text: ResultText) -> list[Line]:
     """One line per series of a settings sweep (no interval: one seed); a value that is not
     a finite number is left out."""
@@ -450,7 +471,7 @@ def sweep_lines(result: Result, spec: Sweep, text: ResultText) -> list[Line]:
             if finite(x) is not None and finite(y) is not None
         )
         if points:
-            lines.append(Line(text.message(f"{spec.label}{name}"), points))
+            lines.append(Line(_sweep_label(result, spec, str(name), text), points))
     return lines
 
 
@@ -629,7 +650,9 @@ def replaced(result: Result, figure: dict[str, Any]) -> bool:
 def _caption(result: Result, spec: Spec, text: ResultText) -> tuple[str, str]:
     if isinstance(spec, Curves | Sweep):
         params = {"y": text.metric(spec.y), "x": curve_titles(result, spec, text)[0]}
-        kind = "chart.caption-curves" if isinstance(spec, Curves) else "chart.caption-sweep"
+        kind = "chart.caption-curves"
+        if isinstance(spec, Sweep):
+            kind = "chart.caption-sweep-rows" if spec.rows else "chart.caption-sweep"
         return text.message(kind, params), text.message("chart.alt-curves", params)
     names = ", ".join(text.metric(m) for m in spec.metrics)
     params = {"metrics": names, "n": len(spec.rows)}
