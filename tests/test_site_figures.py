@@ -120,7 +120,7 @@ def test_every_committed_chart_is_redrawn_or_declared_not_in_the_rows() -> None:
             missing.append(key)
     named = {(slug, fig["caption"]) for slug, fig in _figures("charts")}
     assert set(bf.CHARTS) <= named and set(bf.NOT_IN_ROWS) <= named  # nothing stale
-    assert len(redrawn) == 13 and len(missing) == 8
+    assert len(redrawn) == 14 and len(missing) == 7
 
 
 def test_every_series_and_row_a_chart_names_is_in_its_result() -> None:
@@ -134,7 +134,7 @@ def test_every_series_and_row_a_chart_names_is_in_its_result() -> None:
                 continue
             rows = (
                 spec.rows
-                if isinstance(spec, bf.Dots)
+                if isinstance(spec, bf.Dots | bf.Payoff)
                 else [rid for series in spec.series for rid in series.rows]
             )
             assert set(rows) <= ids, (slug, sorted(set(rows) - ids))
@@ -151,6 +151,8 @@ def _series_labels(result: dict[str, Any], spec: bf.Spec, text: ResultText) -> l
         return [text.metric(m) for m in spec.metrics] if len(spec.metrics) > 1 else []
     if isinstance(spec, bf.Sweep):
         return [line.label for line in bf.sweep_lines(result, spec, text)]
+    if isinstance(spec, bf.Payoff):
+        return [line.label for line in bf.payoff_lines(result, spec, text)]
     return [line.label for line in bf.curve_lines(result, spec, text)]
 
 

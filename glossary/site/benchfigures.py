@@ -5,13 +5,14 @@ reader of the Spanish or Russian page should not meet them, so each chart whose 
 hold is described here (:data:`CHARTS`, read from the figure function of the technique's
 ``bench.py``) and drawn like the page's own chart: one SVG per language, the words from the
 catalogs (series names ``chart.series-<id>`` in the technique's catalog, axis titles in the
-shared ``results`` catalog), the values and their 95% intervals from the rows. Three kinds:
+shared ``results`` catalog), the values and their 95% intervals from the rows. Four kinds:
 
 * :class:`Curves`: one metric against a metric or a configuration value, one line per series
   of rows (a series of one row is a single point, named by its configuration);
 * :class:`Dots`: one or more metrics per row, a dot plot with one line per configuration;
 * :class:`Sweep`: a sweep the benchmark kept in its settings (one seed, no interval) instead
-  of rows, drawn like :class:`Curves`.
+  of rows, drawn like :class:`Curves`;
+* :class:`Payoff`: the benchmark's straight-line model of a cost from two metrics per row.
 
 A chart whose data is not in the result (a sweep the benchmark ran but did not store) is
 listed in :data:`NOT_IN_ROWS`; it is not drawn, and the pages say so (:mod:`glossary.site.terms`).
@@ -97,7 +98,22 @@ class Sweep:
     with its configuration."""
 
 
-Spec = Curves | Dots | Sweep
+@dataclass(frozen=True)
+class Payoff:
+    """What serving ``x`` images costs per row, the benchmark's own model of it: the metric
+    ``fixed`` (seconds, paid once) plus ``x`` times the metric ``per`` (ms per image), for
+    ``x`` in ``multiples`` of the settings' batch size ``batch``."""
+
+    fixed: str
+    per: str
+    rows: tuple[str, ...]
+    batch: str
+    multiples: tuple[int, ...]
+    log_x: bool = False
+    log_y: bool = False
+
+
+Spec = Curves | Dots | Sweep | Payoff
 
 _FDD_NFE = Curves(
     "fd_digits",
@@ -271,6 +287,12 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
         )
         for x, title in (("nfe_grid", "nfe"), ("sweep_seconds", "chart.axis-sweep-seconds"))
     ),
+    # reference/tpu_deployment/bench.py: _figures (compile_s + images x median per image)
+    ("tpu-deployment", "payoff"): (
+        Payoff(
+            "compile_s", "ms_per_image", ("torch", "per-step", "compiled"), "n", (0, 1, 4, 16, 64)
+        ),
+    ),
     # reference/stochastic_reparameterization/figures.py: the variance figure
     ("stochastic-reparameterization", "variance"): (
         Dots(
@@ -317,7 +339,6 @@ NOT_IN_ROWS: dict[tuple[str, str], str] = {
     ("mixture-of-experts", "utilisation"): "routing shares per block, not stored in the result",
     ("stochastic-reparameterization", "mechanism"): "per-timestep losses, not stored",
     ("stochastic-reparameterization", "training"): "training curves, not stored in the result",
-    ("tpu-deployment", "payoff"): "a cost model drawn from the medians, not measured rows",
 }
 """Charts that are not redrawn, and why (the data behind them is not in the result rows)."""
 
@@ -475,6 +496,22 @@ def sweep_lines(result: Result, spec: Sweep, text: ResultText) -> list[Line]:
     return lines
 
 
+def payoff_lines(result: Result, spec: Payoff, text: ResultText) -> list[Line]:
+    """One straight line per row that measured both metrics: seconds against images."""
+    batch = finite(result["settings"].get(spec.batch))
+    lines = []
+    for rid in spec.rows:
+        row = _row(result, rid)
+        fixed = finite(row["values"].get(spec.fixed)) if row else None
+        per = finite(row["values"].get(spec.per)) if row else None
+        if row is None or fixed is None or per is None or not batch:
+            continue
+        images = [m * batch for m in spec.multiples]
+        points = tuple((x, fixed + x * per / 1000, None) for x in images)
+        lines.append(Line(text.config(row["config"]), points))
+    return lines
+
+
 def dot_points(result: Result, spec: Dots, metric: str, text: ResultText) -> list[Point]:
     """The rows of ``spec`` that measured ``metric``, as points (value in ``speedup``)."""
     points = []
@@ -510,8 +547,12 @@ def _log(ax: Any, which: str, values: list[float], wanted: bool) -> None:
         draw.log_axis(ax, which, values)
 
 
-def curve_titles(result: Result, spec: Curves | Sweep, text: ResultText) -> tuple[str, str]:
+def curve_titles(
+    result: Result, spec: Curves | Sweep | Payoff, text: ResultText
+) -> tuple[str, str]:
     """The x and y axis titles of a line chart."""
+    if isinstance(spec, Payoff):
+        return text.message("chart.axis-images"), text.message("chart.axis-seconds-total")
     x = spec.x if isinstance(spec, Curves) else spec.x_title
     if x.startswith("chart."):
         x_title = text.message(x)
@@ -520,7 +561,9 @@ def curve_titles(result: Result, spec: Curves | Sweep, text: ResultText) -> tupl
     return x_title, axis_title(result, spec.y, text)
 
 
-def _draw_curves(result: Result, spec: Curves | Sweep, lines: list[Line], lang: str) -> bytes:
+def _draw_curves(
+    result: Result, spec: Curves | Sweep | Payoff, lines: list[Line], lang: str
+) -> bytes:
     text = ResultText(result["slug"], lang)
     ref_line = spec.ref_line if isinstance(spec, Curves) else None
     with draw.figure(4.6) as (fig, ax):
@@ -648,6 +691,10 @@ def replaced(result: Result, figure: dict[str, Any]) -> bool:
 
 
 def _caption(result: Result, spec: Spec, text: ResultText) -> tuple[str, str]:
+    if isinstance(spec, Payoff):
+        params = {"fixed": text.metric(spec.fixed), "per": text.metric(spec.per)}
+        alt = {"y": curve_titles(result, spec, text)[1], "x": curve_titles(result, spec, text)[0]}
+        return text.message("chart.caption-payoff", params), text.message("chart.alt-curves", alt)
     if isinstance(spec, Curves | Sweep):
         params = {"y": text.metric(spec.y), "x": curve_titles(result, spec, text)[0]}
         kind = "chart.caption-curves"
@@ -671,8 +718,11 @@ def figure_charts(result: Result, figure: dict[str, Any], lang: str) -> list[Cha
             if not lines:
                 continue
             drawing = partial(_draw_curves, result, spec, lines, lang)
-        elif isinstance(spec, Sweep):
-            lines = sweep_lines(result, spec, text)
+        elif isinstance(spec, Sweep | Payoff):
+            if isinstance(spec, Sweep):
+                lines = sweep_lines(result, spec, text)
+            else:
+                lines = payoff_lines(result, spec, text)
             if not lines:
                 continue
             drawing = partial(_draw_curves, result, spec, lines, lang)
