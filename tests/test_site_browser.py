@@ -279,7 +279,7 @@ def test_copy_button_copies_the_run_command(page: Any) -> None:
 
 def test_benchmark_plot_loads(page: Any) -> None:
     page.goto("es/terms/feature-caching/")
-    image = page.locator("img[src$='assets/results/feature-caching.png']")
+    image = page.locator("img[src$='assets/results/es/feature-caching-chart-1.svg']")
     image.scroll_into_view_if_needed()
     page.wait_for_function("img => img.complete", arg=image.element_handle())
     assert image.evaluate("img => img.naturalWidth") > 0
@@ -557,18 +557,48 @@ _TEXT_BOXES = """() => {
   return {count: boxes.length, outside, overlapping, texts: boxes.map(([s]) => s)};
 }"""
 _CHARTS = ("compare-quality", "compare-speedup", "compare-memory", "stacking-pareto")
+_REDRAWN = ("pruning-chart-1", "feature-caching-chart-1", "feature-caching-chart-2")
+"""The fixture results' benchmark charts, drawn per language from their rows."""
 
 
 @pytest.mark.parametrize("lang", ["es", "ru"])
 def test_chart_texts_stay_inside_and_never_overlap(browser: Any, base_url: str, lang: str) -> None:
     with browser_support.context(browser, base_url) as ctx:
         tab = ctx.new_page()
-        for name in (*_CHARTS, "stacking-interaction"):
+        for name in (*_CHARTS, "stacking-interaction", *_REDRAWN):
             tab.goto(f"assets/results/{lang}/{name}.svg")
             found = tab.evaluate(_TEXT_BOXES)
             assert found["count"] >= 8, (lang, name)
             assert found["outside"] == [] and found["overlapping"] == [], (lang, name, found)
             assert not [t for t in found["texts"] if t.rstrip().endswith("…")], (lang, name)
+
+
+@pytest.mark.parametrize("lang", ["es", "ru"])
+def test_committed_benchmark_charts_keep_their_texts_inside(
+    browser: Any, base_url: str, lang: str
+) -> None:
+    """Every chart redrawn from a committed result (reference/results, read only), in the
+    page's language, shown inline: its texts inside the SVG's box, none cut, none overlapping."""
+    from glossary.site.benchfigures import figure_charts
+    from glossary.site.results import load_results
+
+    results = load_results(site_support.REPO / "reference" / "results").by_slug
+    charts = [
+        chart
+        for result in results.values()
+        for figure in result["figures"]
+        for chart in figure_charts(result, figure, lang)
+    ]
+    assert len(charts) >= 18
+    with browser_support.context(browser, base_url) as ctx:
+        tab = ctx.new_page()
+        for chart in charts:
+            svg = chart.rendered().svg.decode("utf-8")
+            tab.set_content("<!doctype html><body style='margin:0'>" + svg[svg.index("<svg") :])
+            found = tab.evaluate(_TEXT_BOXES)
+            assert found["count"] >= 6, (lang, chart.name)
+            assert found["outside"] == [] and found["overlapping"] == [], (lang, chart.name, found)
+            assert not [t for t in found["texts"] if t.rstrip().endswith("…")], (lang, chart.name)
 
 
 def test_the_chart_text_check_sees_a_cut_and_an_overlap(browser: Any, base_url: str) -> None:

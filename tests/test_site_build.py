@@ -175,9 +175,9 @@ def test_benchmark_table_is_localized(built: BuiltSite, lang: str, number: str) 
     }[lang]
     assert config in section
     assert "✓" in section and "✗" in section
-    assert 'src="../../../assets/results/feature-caching.png"' in section or (
-        'src="../../assets/results/feature-caching.png"' in section
-    )
+    prefix = "../../" if lang == "en" else "../../../"
+    assert f'src="{prefix}assets/results/{lang}/feature-caching-chart-1.svg"' in section
+    assert "feature-caching.png" not in section  # drawn from the rows in the page's language
     assert "0123456789ab" in section
 
 
@@ -427,15 +427,17 @@ def test_home_pages_are_hand_written_per_language(built: BuiltSite) -> None:
 
 
 def test_figures_are_copied_and_linked_from_every_language(built: BuiltSite) -> None:
-    fixture = (site_support.FIXTURES / "results" / "feature-caching.png").read_bytes()
+    fixture = (site_support.FIXTURES / "results" / "pruning-samples.png").read_bytes()
     for lang in LANGS:
-        page = built.page(lang, "terms/feature-caching")
+        page = built.page(lang, "terms/pruning")
         srcs = re.findall(r'<img alt="[^"]+" src="([^"]+)"', page.read_text(encoding="utf-8"))
-        assert [Path(s).name for s in srcs] == ["feature-caching.svg", "feature-caching.png"]
-        assert (page.parent / srcs[1]).resolve().read_bytes() == fixture
-        assert (
-            page.parent / srcs[0]
-        ).resolve() == built.site / f"assets/results/{lang}/{Path(srcs[0]).name}"
+        names = ["pruning.svg", "pruning-chart-1.svg", "pruning-samples.png"]
+        assert [Path(s).name for s in srcs] == names
+        assert (page.parent / srcs[2]).resolve().read_bytes() == fixture
+        for src in srcs[:2]:
+            path = (page.parent / src).resolve()
+            assert path == built.site / f"assets/results/{lang}/{Path(src).name}"
+    assert not (built.site / "assets" / "results" / "pruning.png").exists()
 
 
 @pytest.mark.parametrize(

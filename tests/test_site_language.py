@@ -8,10 +8,10 @@ catalog message (``results.po``, ``guide.po`` and each technique's catalog) that
 placeholders, or contains a static fragment (over 12 characters) of one that has placeholders.
 
 Two sources are read: the test build (the fixture results) and, rendered without MkDocs, the
-benchmark section and chart of every committed result in ``reference/results/`` (read only), so
-that a new technique's catalog is checked too; the committed stacking study, when there is one,
-is rendered the same way (its page and its two charts), and so are the guide and comparison
-pages with the comparison charts.
+benchmark section and the charts (the page's own and the benchmark's, redrawn) of every committed
+result in ``reference/results/`` (read only), so that a new technique's catalog is checked
+too; the committed stacking study, when there is one, is rendered the same way (its page and
+its two charts), and so are the guide and comparison pages with the comparison charts.
 
 A technique's display name in the stacking study's catalog (``element.<id>``) that its
 translation keeps as it is ("DeepCache", "torch.compile") is a proper name, not English.
@@ -43,6 +43,11 @@ SAME_IN_TRANSLATION = {
     ("es", "role.control"),  # Spanish "control" (el control), the same word as the English
     ("es", "site.control-no"),  # Spanish "no", the verdict "does not beat its control"
 }
+# Messages whose whole text is a published name, the same in every language (the samplers,
+# a line each in the scheduler trade-off's redrawn sweep): the text is not English prose.
+PROPER_NAMES = frozenset(
+    f"chart.sampler-{name}" for name in ("ddpm", "ddim", "dpmpp2m", "unipc", "euler")
+)
 # Messages with placeholders whose long static fragments are names, not English prose.
 NAME_FRAGMENTS = {
     "config.dpmpp2m",  # "DPM-Solver++(2M)": the solver's published name
@@ -145,11 +150,23 @@ def kept_names(lang: str) -> frozenset[str]:
     return frozenset(kept)
 
 
+@functools.cache
+def proper_names() -> frozenset[str]:
+    """The texts of :data:`PROPER_NAMES`, from the technique catalogs."""
+    texts = set()
+    for path in sorted(REPO.glob("reference/*/locale/en/LC_MESSAGES/*.po")):
+        with path.open("rb") as handle:
+            texts |= {m.string for m in read_po(handle) if m.id in PROPER_NAMES}
+    return frozenset(texts)
+
+
 def english_in(lang: str, texts: list[str]) -> list[str]:
     """Each text that is, or contains, the English of a catalog message, with the message."""
     whole, fragments = english_messages()
     found = []
     for text in texts:
+        if text in proper_names():
+            continue
         for candidate in (text, text.strip(" .:;·")):
             msgid = whole.get(candidate)
             if msgid and (lang, msgid) not in SAME_IN_TRANSLATION and msgid not in kept_names(lang):
@@ -218,6 +235,7 @@ def _results() -> dict[str, dict]:
 @pytest.mark.parametrize("lang", READER_LANGS)
 @pytest.mark.parametrize("slug", _committed_results())
 def test_no_english_in_the_benchmark_of_each_committed_result(slug: str, lang: str) -> None:
+    from glossary.site.benchfigures import figure_charts
     from glossary.site.benchmark import benchmark_section
     from glossary.site.plots import result_chart
 
@@ -233,6 +251,10 @@ def test_no_english_in_the_benchmark_of_each_committed_result(slug: str, lang: s
     if chart is not None:
         found += [f"{lang}/{slug}.svg: {t}" for t in english_in(lang, _svg_texts(chart))]
         found += [f"{lang}/{slug} caption: {t}" for t in english_in(lang, [chart.caption])]
+    for figure in result["figures"]:  # the benchmark's own charts, redrawn from the result
+        for drawn in figure_charts(result, figure, lang):
+            texts = [*_svg_texts(drawn), drawn.caption, drawn.alt]
+            found += [f"{lang}/{drawn.name}.svg: {t}" for t in english_in(lang, texts)]
     assert not found, "\n".join(found)
 
 
@@ -303,3 +325,8 @@ def test_the_allow_lists_name_real_messages() -> None:
         with path.open("rb") as handle:
             ids |= {m.id for m in read_po(handle) if isinstance(m.id, str)}
     assert ids >= NAME_FRAGMENTS, NAME_FRAGMENTS - ids
+    assert ids >= PROPER_NAMES, PROPER_NAMES - ids
+    for path in REPO.glob("reference/*/locale/*/LC_MESSAGES/*.po"):
+        with path.open("rb") as handle:
+            kept = {m.id: m.string for m in read_po(handle) if m.id in PROPER_NAMES}
+        assert set(kept.values()) <= proper_names(), path  # the same name in every language

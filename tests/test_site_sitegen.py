@@ -139,7 +139,8 @@ def test_generate_writes_every_page_in_every_language(docs: Path) -> None:
             assert (docs / lang / "categories" / f"{category}.md").is_file()
         for name in ("index-a-z.md", "compare.md", "stacking.md", "categories/index.md"):
             assert (docs / lang / name).is_file()
-    assert (docs / "assets" / "results" / "feature-caching.png").is_file()
+    assert (docs / "assets" / "results" / "pruning-samples.png").is_file()
+    assert not (docs / "assets" / "results" / "feature-caching.png").exists()  # redrawn
 
 
 def test_generate_rewrites_nothing_when_nothing_changed(docs: Path) -> None:
@@ -189,7 +190,7 @@ def test_benchmark_section_uses_locale_numbers_units_and_roles(ctx: context.Cont
     assert "DeepCache N=3 (rama 1), 50 pasos" in es and "referencia base" in es
     assert "1,71" in es and "2,14" in es and "812,4 ± 12" in es and span("1,62", "1,79") in es
     assert "cota analítica" in es and "no cumplido" in es
-    assert "../../assets/results/feature-caching.png" in es
+    assert "feature-caching.png" not in es  # redrawn from the rows (not drawn in this ctx)
     assert "0123456789ab" in es and ".venv/bin/glossary bench feature-caching" in es
     ru = terms.term_page(ctx.glossary["feature-caching"], "ru", ctx)
     assert "Задержка (мс)" in ru and "базовая линия" in ru and "812,4 ± 12" in ru
@@ -521,7 +522,10 @@ def test_generated_pages_embed_a_chart_per_language(docs: Path) -> None:
             "compare-memory.svg",
             "compare-quality.svg",
             "compare-speedup.svg",
+            "feature-caching-chart-1.svg",
+            "feature-caching-chart-2.svg",
             "feature-caching.svg",
+            "pruning-chart-1.svg",
             "pruning.svg",
             "stacking-interaction.svg",
             "stacking-pareto.svg",
@@ -544,14 +548,24 @@ def test_generated_pages_embed_a_chart_per_language(docs: Path) -> None:
 
 
 def test_committed_figures_get_their_caption_and_a_descriptive_alt(docs: Path) -> None:
-    page = (docs / "ru" / "terms" / "feature-caching.md").read_text(encoding="utf-8")
-    figure = page.split('src="../../../assets/results/feature-caching.png"')[0].rsplit(
+    page = (docs / "ru" / "terms" / "pruning.md").read_text(encoding="utf-8")
+    figure = page.split('src="../../../assets/results/pruning-samples.png"')[0].rsplit(
         "<figure", 1
     )[1]
-    text = ResultText("feature-caching", "ru")
-    assert f'alt="{text.message("site.alt-chart")}"' in figure
-    caption = page.split('feature-caching.png"')[1].split("</figcaption>")[0]
-    assert text.caption({"caption": "speed-and-quality"})[:30] in html.unescape(caption)
+    text = ResultText("pruning", "ru")
+    assert f'alt="{text.message("site.alt-samples")}"' in figure
+    caption = page.split('pruning-samples.png"')[1].split("</figcaption>")[0]
+    assert text.caption({"caption": "samples"})[:30] in html.unescape(caption)
+    rows = page.split('<ol class="gl-sample-rows">')[1].split("</ol>")[0]
+    assert rows.count("<li>") == 3 and "U-Net учителя (плотная)" in rows
+
+
+def test_redrawn_charts_replace_the_png_with_a_caption_and_alt(docs: Path) -> None:
+    page = (docs / "es" / "terms" / "pruning.md").read_text(encoding="utf-8")
+    figure = page.split('src="../../../assets/results/es/pruning-chart-1.svg"')[0]
+    figure = figure.rsplit("<figure", 1)[1]
+    assert 'alt="Gráfico de líneas: ' in figure
+    assert "pruning.png" not in page
 
 
 def _fixture_text(slug: str) -> str:

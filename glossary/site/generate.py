@@ -74,11 +74,16 @@ def pages(ctx: Context) -> dict[str, str]:
 
 
 def copy_figures(ctx: Context, docs_dir: Path, report: Report) -> set[Path]:
-    """Copy every figure a result names into the docs directory; report the missing ones."""
+    """Copy every figure a result names into the docs directory, except the charts drawn from
+    the rows instead (:mod:`glossary.site.benchfigures`); report the missing ones."""
+    from glossary.site.benchfigures import replaced
+
     kept: set[Path] = set()
     for slug, result in sorted(ctx.results.all().items()):
         for figure in result["figures"]:
             name = figure["file"]
+            if replaced(result, figure):
+                continue  # drawn per language from the rows instead
             source = ctx.results.directory / name
             if not source.is_file():
                 report.problems.append(
@@ -92,6 +97,7 @@ def copy_figures(ctx: Context, docs_dir: Path, report: Report) -> set[Path]:
 
 
 def _charts(ctx: Context) -> dict[tuple[str, str], list[Chart]]:
+    from glossary.site.benchfigures import figure_charts
     from glossary.site.compare import chart_points, memory_first
     from glossary.site.compareplots import compare_charts
     from glossary.site.plots import result_chart
@@ -101,8 +107,11 @@ def _charts(ctx: Context) -> dict[tuple[str, str], list[Chart]]:
     for slug, result in sorted(ctx.results.by_slug.items()):
         for lang in LANGS:
             chart = result_chart(result, lang)
-            if chart is not None:
-                charts[(f"terms/{slug}", lang)] = [chart]
+            drawn = [chart] if chart is not None else []
+            for figure in result["figures"]:
+                drawn += figure_charts(result, figure, lang)
+            if drawn:
+                charts[(f"terms/{slug}", lang)] = drawn
     for lang in LANGS:
         points = chart_points(lang, ctx)
         charts[("compare", lang)] = compare_charts(points, lang, memory_first(ctx))

@@ -45,6 +45,7 @@ _CODE = (
     "plotdata.py",
     "stackplots.py",
     "stackdata.py",
+    "benchfigures.py",
 )
 
 

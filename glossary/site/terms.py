@@ -18,6 +18,7 @@ import json
 from glossary.model import Entry, Source
 from glossary.resulttext import ResultText
 from glossary.schema import CATEGORIES, LANGS
+from glossary.site.benchfigures import charts_of
 from glossary.site.benchmark import benchmark_section
 from glossary.site.context import Context
 from glossary.site.figures import asset_href, chart_figure, chart_path, committed_figures
@@ -194,11 +195,17 @@ def result_figures(entry: Entry, lang: str, ctx: Context) -> list[str]:
     def href(asset: str) -> str:
         return asset_href(page, lang, asset, ctx.use_directory_urls)
 
+    charts = ctx.charts.get((page, lang), [])
     lines = []
-    for chart in ctx.charts.get((page, lang), []):
-        lines += chart_figure(chart, href(chart_path(chart, lang)))
+    for chart in charts:
+        if chart.name == entry.slug:
+            lines += chart_figure(chart, href(chart_path(chart, lang)))
+    drawn = {f["file"]: charts_of(f["file"], charts) for f in result["figures"]}
     files = {f["file"]: href(f"{FIGURES_DIR}/{f['file']}") for f in result["figures"]}
-    return lines + committed_figures(result, ResultText(entry.slug, lang), files)
+    text = ResultText(entry.slug, lang)
+    return lines + committed_figures(
+        result, text, files, drawn, lambda chart: href(chart_path(chart, lang))
+    )
 
 
 def _measured(entry: Entry, lang: str, ctx: Context, _: Translate) -> list[str]:

@@ -1,0 +1,302 @@
+"""Every figure of a technique page in the reader's language.
+
+A benchmark's chart PNG has English text in it; the site draws each one again per language from
+the result rows (:mod:`glossary.site.benchfigures`), so that an es or ru page embeds no PNG but
+sample grids (digits only), and each grid's rows are named in the page's language. The rule the
+built pages are held to: an ``<img>`` of a PNG on an es or ru technique page is a sample grid
+(``*-samples.png``) followed by the list of its rows; every other figure is an SVG under
+``assets/results/<lang>/``. A chart whose data is not in the rows is not embedded there (a
+link to the English figure with a sentence saying why).
+
+The committed results (``reference/results/``, read only) are checked without MkDocs: every
+chart PNG is either redrawn or declared not drawable, each redrawn chart is drawn in es, ru and
+en with its axis titles and series in that language, and the grid rows are the benchmark's, in
+the order its caption names them. The fixture build checks the pages themselves.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+try:
+    from tests import site_support
+except ImportError:  # tests/ is not a package: pytest put it on sys.path
+    import site_support  # type: ignore[no-redef]
+
+from glossary.resulttext import ResultText
+from glossary.site import benchfigures as bf
+from glossary.site.figures import committed_figures
+
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site")]
+REPO = site_support.REPO
+READER_LANGS = ("es", "ru")
+SAMPLES = "samples"
+PNG_IMG = re.compile(r'<img [^>]*src="([^"]+\.png)"')
+
+# The rows of each sample grid as the benchmark's English caption names them, top to bottom:
+# the order is the benchmark's (GRID_ROWS, the keys it concatenates), which the result itself
+# does not record; the caption is the result's own statement of it, so the order checked
+# here is the caption's, and the grid's rows must match it one for one.
+CAPTION_ORDER = {
+    "accelerate-method": ("plain DDIM", "forecasting", "reuse", "same NFE"),
+    "classifier-guidance": ("unguided", "classifier guidance", "classifier-free", "conditional"),
+    "consistency-latent-diffusion": ("DDIM with 50", "consistency model", "DPM-Solver++"),
+    "feature-caching": ("plain DDIM", "DeepCache", "same FLOPs"),
+    "mixture-of-experts": ("dense FFN", "wide dense FFN", "sparse MoE", "timestep experts"),
+    "pruning": ("the teacher", "fine-tuned", "from scratch"),
+    "scheduler-tradeoff": ("DDPM", "DDIM", "DPM-Solver++(2M)", "UniPC", "Euler"),
+    "timestep-distillation": ("64 steps", "headline student", "student's timesteps"),
+}
+# What each caption phrase is, in the result's rows: its configuration's method.
+CAPTION_METHOD = {
+    "accelerate-method": ("ddim", "forecast-newton", "forecast-reuse", "ddim-same-nfe"),
+    "classifier-guidance": (
+        "unguided",
+        "classifier-guidance",
+        "classifier-free-guidance",
+        "conditional",
+    ),
+    "consistency-latent-diffusion": ("latent-ddim", "consistency", "dpm-solver-pp"),
+    "feature-caching": ("ddim", "deepcache", "ddim-matched"),
+    "mixture-of-experts": ("dense-ffn", "dense-ffn-wide", "sparse-moe", "timestep-experts"),
+    "pruning": ("teacher", "pruned-finetuned", "pruned-scratch"),
+    "scheduler-tradeoff": ("ddpm", "ddim", "dpmpp2m", "unipc", "euler"),
+    "timestep-distillation": ("teacher-ddim", "student", "teacher-grid-ddim"),
+}
+
+HEADLINE_SECOND = {
+    "accelerate-method",
+    "classifier-guidance",
+    "consistency-latent-diffusion",
+    "feature-caching",
+    "timestep-distillation",
+}
+"""Grids whose second row is the headline's setting (their captions say so)."""
+
+
+@functools.cache
+def _results() -> dict[str, dict[str, Any]]:
+    from glossary.site.results import load_results
+
+    return load_results(REPO / "reference" / "results", allow_nonstandard=True).by_slug
+
+
+def _figures(kind: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(slug, figure)`` of every committed sample grid (``samples``) or chart (``charts``)."""
+    return [
+        (slug, fig)
+        for slug, result in sorted(_results().items())
+        for fig in result["figures"]
+        if (fig["caption"] == SAMPLES) == (kind == SAMPLES)
+    ]
+
+
+def _svg_texts(svg: bytes) -> str:
+    """Every ``<text>`` of an SVG, joined by spaces (a wrapped title reads as one line)."""
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg.decode("utf-8"))
+    joined = " ".join(" ".join(html.unescape(t).split()) for t in texts)
+    return re.sub(r"(?<=\w)- ", "-", joined)  # a title wrapped after a hyphen
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_every_committed_chart_is_redrawn_or_declared_not_in_the_rows() -> None:
+    redrawn, missing = [], []
+    for slug, fig in _figures("charts"):
+        key = (slug, fig["caption"])
+        assert (key in bf.CHARTS) != (key in bf.NOT_IN_ROWS), key
+        if key in bf.CHARTS:
+            assert bf.replaced(_results()[slug], fig), f"{key}: no chart has data in the rows"
+            redrawn.append(key)
+        else:
+            missing.append(key)
+    named = {(slug, fig["caption"]) for slug, fig in _figures("charts")}
+    assert set(bf.CHARTS) <= named and set(bf.NOT_IN_ROWS) <= named  # nothing stale
+    assert len(redrawn) == 14 and len(missing) == 7
+
+
+def test_every_series_and_row_a_chart_names_is_in_its_result() -> None:
+    for (slug, _caption), specs in bf.CHARTS.items():
+        ids = {row["id"] for row in _results()[slug]["rows"]}
+        settings = _results()[slug]["settings"]
+        for spec in specs:
+            if isinstance(spec, bf.Sweep):  # kept in the settings: a value per series and x
+                names, values = settings[spec.series], settings[spec.values]
+                assert len(names) == len(values) and spec.x in settings, slug
+                continue
+            rows = (
+                spec.rows
+                if isinstance(spec, bf.Dots | bf.Payoff)
+                else [rid for series in spec.series for rid in series.rows]
+            )
+            assert set(rows) <= ids, (slug, sorted(set(rows) - ids))
+
+
+def _expected_titles(result: dict[str, Any], spec: bf.Spec, text: ResultText) -> list[str]:
+    if isinstance(spec, bf.Dots):
+        return [bf.dots_title(result, spec, text)]
+    return list(bf.curve_titles(result, spec, text))
+
+
+def _series_labels(result: dict[str, Any], spec: bf.Spec, text: ResultText) -> list[str]:
+    if isinstance(spec, bf.Dots):
+        return [text.metric(m) for m in spec.metrics] if len(spec.metrics) > 1 else []
+    if isinstance(spec, bf.Sweep):
+        return [line.label for line in bf.sweep_lines(result, spec, text)]
+    if isinstance(spec, bf.Payoff):
+        return [line.label for line in bf.payoff_lines(result, spec, text)]
+    return [line.label for line in bf.curve_lines(result, spec, text)]
+
+
+@functools.cache
+def _drawn(lang: str) -> dict[str, tuple[bytes, list[str], list[str]]]:
+    """Every redrawn chart in ``lang``: its SVG, its axis titles and its series labels."""
+    out = {}
+    for slug, fig in _figures("charts"):
+        result = _results()[slug]
+        text = ResultText(slug, lang)
+        specs = bf.CHARTS.get((slug, fig["caption"]), ())
+        for chart, spec in zip(bf.figure_charts(result, fig, lang), specs, strict=False):
+            titles = _expected_titles(result, spec, text)
+            out[chart.name] = (chart.rendered().svg, titles, _series_labels(result, spec, text))
+    return out
+
+
+@pytest.mark.parametrize("lang", ["es", "ru", "en"])
+def test_each_redrawn_chart_has_its_axis_titles_and_series_in_the_language(lang: str) -> None:
+    charts = _drawn(lang)
+    assert len(charts) >= 18
+    for name, (svg, titles, series) in charts.items():
+        assert b'width="' in svg[:2000] and b"<text" in svg, name
+        words = _svg_texts(svg)
+        for wanted in [*titles, *series]:
+            assert _flat(wanted) in words, (name, wanted)
+        assert "…" not in words, name  # nothing was cut to fit
+
+
+@pytest.mark.parametrize("lang", READER_LANGS)
+def test_no_english_axis_title_or_series_in_a_reader_chart(lang: str) -> None:
+    for name, (svg, titles, series) in _drawn(lang).items():
+        _, en_titles, en_series = _drawn("en")[name]
+        proper = name.startswith("scheduler-tradeoff-")  # the samplers' published names
+        mine_all = titles if proper else [*titles, *series]
+        english_all = en_titles if proper else [*en_titles, *en_series]
+        for mine, english in zip(mine_all, english_all, strict=True):
+            assert mine != english, (name, lang, english)
+        words = _svg_texts(svg)
+        for english in en_titles:
+            assert _flat(english) not in words, (name, english)
+
+
+@pytest.mark.parametrize(("slug", "fig"), _figures(SAMPLES), ids=lambda v: str(v)[:30])
+def test_sample_grid_rows_are_the_benchmarks_in_the_captions_order(
+    slug: str, fig: dict[str, Any]
+) -> None:
+    result = _results()[slug]
+    rows = {row["id"]: row for row in result["rows"]}
+    grid = bf.sample_rows(result)
+    caption = ResultText(slug, "en").caption(fig)
+    phrases = CAPTION_ORDER[slug]
+    where = [caption.find(p) for p in phrases]
+    assert all(i >= 0 for i in where) and where == sorted(where), (caption, phrases)
+    assert [rows[rid]["config"]["method"] for rid, _ in grid] == list(CAPTION_METHOD[slug])
+    if slug in HEADLINE_SECOND:  # "... at the headline k / scale / interval / steps"
+        assert grid[1][0] == result["headline"]["row"]
+    repeats = {n for _, n in grid}
+    assert repeats == ({2} if "two rows" in caption else {1})
+
+
+def _blocks(slug: str, lang: str) -> str:
+    """The figure blocks of a committed result's page in ``lang`` (charts not drawn)."""
+    result = _results()[slug]
+    files = {f["file"]: f"../assets/results/{f['file']}" for f in result["figures"]}
+    drawn = {f["file"]: bf.figure_charts(result, f, lang) for f in result["figures"]}
+    return "\n".join(
+        committed_figures(
+            result,
+            ResultText(slug, lang),
+            files,
+            drawn,
+            lambda chart: f"../assets/results/{lang}/{chart.name}.svg",
+        )
+    )
+
+
+@pytest.mark.parametrize("lang", ["es", "ru", "en"])
+@pytest.mark.parametrize(
+    "slug", sorted({slug for slug, _ in _figures("charts")} | {s for s, _ in _figures(SAMPLES)})
+)
+def test_committed_result_pages_embed_no_english_chart(slug: str, lang: str) -> None:
+    markup = _blocks(slug, lang)
+    result = _results()[slug]
+    for src in PNG_IMG.findall(markup):
+        name = Path(src).name
+        fig = next(f for f in result["figures"] if f["file"] == name)
+        if fig["caption"] == SAMPLES:
+            continue
+        assert lang == "en" and (slug, fig["caption"]) in bf.NOT_IN_ROWS, (lang, name)
+    for slug_fig in result["figures"]:
+        if (slug, slug_fig["caption"]) in bf.CHARTS:
+            for chart in bf.figure_charts(result, slug_fig, lang):
+                assert f"assets/results/{lang}/{chart.name}.svg" in markup
+        if (slug, slug_fig["caption"]) in bf.NOT_IN_ROWS and lang != "en":
+            assert f'href="../assets/results/{slug_fig["file"]}" hreflang="en"' in markup
+    for rid, _ in bf.sample_rows(result):
+        row = next(r for r in result["rows"] if r["id"] == rid)
+        assert html.escape(ResultText(slug, lang).config(row["config"]), quote=False) in markup
+
+
+# ------------------------------------------------------------------------- the fixture build
+
+
+def _article(page: str) -> str:
+    return page.split('id="benchmark"')[1].split('id="sources"')[0]
+
+
+@pytest.mark.parametrize("lang", READER_LANGS)
+def test_built_reader_pages_embed_png_only_for_labelled_sample_grids(
+    built: site_support.BuiltSite, lang: str
+) -> None:
+    site_support.require_ok(built)
+    pages = sorted((built.site / lang / "terms").glob("*/index.html"))
+    grids = 0
+    for page in pages:
+        markup = page.read_text(encoding="utf-8")
+        for src in PNG_IMG.findall(markup):
+            assert src.endswith("-samples.png"), (page, src)
+            after = markup.split(f'src="{src}"', 1)[1]
+            figure_end = after.index("</figure>")
+            rows = after[figure_end:].lstrip().removeprefix("</figure>").lstrip()
+            assert rows.startswith('<p class="gl-sample-rows">'), page
+            grids += 1
+    assert grids >= 1  # the fixture's pruning grid
+
+
+@pytest.mark.parametrize("lang", ["es", "ru", "en"])
+def test_built_replaced_charts_exist_per_language_with_translated_axes(
+    built: site_support.BuiltSite, lang: str
+) -> None:
+    site_support.require_ok(built)
+    page = built.html(lang, "terms/pruning")
+    src = f"assets/results/{lang}/pruning-chart-1.svg"
+    assert src in _article(page)
+    svg = (built.site / src).read_bytes()
+    axis = {"es": "Fracción de canales eliminados", "ru": "Доля удалённых каналов"}
+    english = "Fraction of channels removed"
+    words = _svg_texts(svg)
+    assert axis.get(lang, english) in words
+    if lang != "en":
+        assert english not in words
+    assert not (built.site / "assets" / "results" / "pruning.png").exists()
+    assert (built.site / "assets" / "results" / "pruning-samples.png").is_file()
+    labels = {"es": "U-Net profesor (densa)", "ru": "U-Net учителя (плотная)", "en": "Teacher"}
+    rows = page.split('<ol class="gl-sample-rows">')[1].split("</ol>")[0]
+    assert rows.count("<li>") == 3 and labels[lang].lower() in rows.lower()
