@@ -7,7 +7,7 @@
     handle.remove()               # the original model, bit for bit
 
 Idea
-----
+====
 The denoiser output ``eps(x_t, t)`` changes slowly along a sampling trajectory. Call ``i`` of a
 run (0-based) runs the network when
 
@@ -35,13 +35,13 @@ warm-up it forecasts one call, then runs the network every ``k`` calls, so (1) h
 counterpart there.
 
 Sources
--------
+=======
 * Liu et al., "From Reusing to Forecasting: Accelerating Diffusion Models with TaylorSeers",
   ICCV 2025, arXiv:2503.06923 (finite-difference Taylor forecasts of features between full
   steps).
 
 Pitfalls
---------
+========
 * State: the kept outputs belong to one sampling run. `ForecastHandle` resets itself when the
   timestep goes up (samplers walk it downwards, so a larger one starts a new run) and offers
   ``reset()``.

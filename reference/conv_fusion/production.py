@@ -1,7 +1,7 @@
 """Projection fusion on diffusers' production classes: ``FusionConfig`` + ``apply_fusion``.
 
 Idea
-----
+====
 Production diffusion networks have no BatchNorm to fold (they normalise with GroupNorm,
 LayerNorm or AdaLN, whose statistics depend on the input; see
 [`reference.conv_fusion`][reference.conv_fusion]). What they do have is several linear maps
@@ -13,7 +13,7 @@ directly (the spatial self-attention of ``UNet2DModel``), its affine ``gamma, be
 into them first ([`fold_attention_norm_affine`][reference.conv_fusion.fold_attention_norm_affine]).
 
 How it is done here, and why
-----------------------------
+============================
 Every attention module keeps its own processor; only its ``to_q`` / ``to_k`` / ``to_v`` (and
 ``add_q_proj`` / ``add_k_proj`` / ``add_v_proj``) are replaced by *parts* of one shared fused
 ``nn.Linear``. The first part called on an input computes the fused product (1) and keeps its
@@ -25,7 +25,7 @@ SDPA, joint and Flux processors, or a user's own), which is why Flux is supporte
 ``fuse_qkv_projections`` instead swaps in a processor class per model family.
 
 Math
-----
+====
 For projections ``W_q, W_k, W_v`` (``d_i x d``) and biases ``b_q, b_k, b_v`` reading ``x``::
 
     W = [W_q; W_k; W_v] ((d_q + d_k + d_v) x d),  b = [b_q; b_k; b_v]          (1)
@@ -39,14 +39,14 @@ from the unfused one by at most float32's reordering error ``~ d u sum_j |W_ij x
     W (gamma * n + beta) + b = (W diag(gamma)) n + (W beta + b)                (3)
 
 Sources
--------
+=======
 * Vaswani et al., "Attention Is All You Need", NeurIPS 2017, arXiv:1706.03762 (the projections).
 * Wu and He, "Group Normalization", ECCV 2018, arXiv:1803.08494 (the affine after GroupNorm).
 * diffusers' ``Attention.fuse_projections`` / ``fuse_qkv_projections``: the same fusion with
   fused processors; the tests compare our fused weights and outputs with it.
 
 Pitfalls
---------
+========
 * The handed-out slices are views of one tensor, like diffusers' ``torch.split`` of its fused
   output; processors reshape them with ``view``, which works on these strided views.
 * The first part keeps the fused output until every part has taken its slice: at most one fused

@@ -10,7 +10,7 @@
     handle = apply_first_block_cache(pipe.transformer, FirstBlockCacheConfig(threshold=0.05))
 
 Idea (DeepCache)
-----------------
+================
 A U-Net's deep path (the down blocks below skip branch ``m``, the mid block and the up blocks
 above it) computes high-level features that change slowly between adjacent denoising steps,
 while the shallow path (``conv_in``, down blocks ``D_1 .. D_m``, up blocks ``U_m .. U_1``) is
@@ -41,12 +41,12 @@ First-block caching is in
 [`production_fbc`][reference.feature_caching.production_fbc] (re-exported here).
 
 Sources
--------
+=======
 * Ma, Fang and Wang, "DeepCache: Accelerating Diffusion Models for Free", CVPR 2024,
   arXiv:2312.00858 (uniform caching interval ``N``, skip branch ``m``).
 
 Pitfalls
---------
+========
 * State: the kept feature belongs to one sampling run. The handle resets itself when the
   timestep goes up (a new run) and offers ``reset()``; see
   [`production_run`][reference.feature_caching.production_run].

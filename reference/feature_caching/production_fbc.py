@@ -7,7 +7,7 @@
     handle.remove()
 
 Idea
-----
+====
 A diffusion transformer is a chain of blocks ``B_0 .. B_{L-1}`` on the image tokens ``h`` (and,
 in SD3 and Flux, on the text tokens ``e`` beside them). The output of the first block tells how
 much this step differs from the last one that ran the whole chain. At every call, run ``B_0`` and
@@ -34,7 +34,7 @@ take and return the same ``(encoder_hidden_states, hidden_states)`` pair with no
 the lists, so they are one chain here.
 
 Sources
--------
+=======
 * First Block Cache, described in the README of the ParaAttention project
   (chengzeyi/ParaAttention on GitHub), built on the idea of TeaCache: Liu et al., "Timestep
   Embedding Tells: It's Time to Cache for Video Diffusion Model", CVPR 2025, arXiv:2411.19108
@@ -45,7 +45,7 @@ Sources
   hook subtracts from it; here that stream is simply not kept.
 
 Pitfalls
---------
+========
 * State, reset and one call per step: see
   [`production_run`][reference.feature_caching.production_run].
 * ControlNet residuals (SD3, Flux) are added between blocks and SD3's ``skip_layers`` removes

@@ -12,7 +12,7 @@ sampling run. [`CacheHandle`][reference.feature_caching.production_run.CacheHand
   ``computed`` (whether the latest call ran the whole network).
 
 Pitfalls
---------
+========
 * One call per denoising step. diffusers' pipelines batch classifier-free guidance into one call;
   a loop that calls the network twice per step (conditional, then unconditional) would have the
   second call reuse the first call's features.

@@ -1,7 +1,7 @@
 """The public shape of every inference-time technique on diffusers' production classes.
 
 Idea
-----
+====
 diffusers' own hooks share one shape: a frozen ``XConfig`` and ``apply_x(module, config)``
 (``apply_first_block_cache``, ``apply_taylorseer_cache``, ...). Every reference technique that
 acts at inference time offers the same shape, so an engineer with a Stable Diffusion, DiT, PixArt,
@@ -23,7 +23,7 @@ This module holds the parts they share:
   context manager that removes on exit.
 
 Pitfalls
---------
+========
 * Supported classes are named by class name, not imported: importing every diffusers model class
   to test ``isinstance`` costs seconds, and a subclass of a supported class is not necessarily
   laid out like it.

@@ -1,7 +1,7 @@
 """Low rank on diffusers' production classes: ``LowRankConfig`` + ``apply_low_rank``.
 
 Idea
-----
+====
 Every eligible ``nn.Linear`` (and, with ``conv``, every ungrouped ``nn.Conv2d``) of a U-Net or
 transformer is replaced *in place* by its truncated-SVD factor pair
 ([`factorize_layer`][reference.low_rank_inference.factorize.factorize_layer]): a layer with the
@@ -10,7 +10,7 @@ weight matrix ``W`` (``out x in``; a k x k convolution is ``out x in k k``) beco
 so the model is again bit for bit what it was.
 
 Math
-----
+====
 With ``W = U diag(s) V^T`` (computed in float64) and ``n = min(out, in)``::
 
     r    = max(1, round(rank_fraction * n))                                   (1)
@@ -26,7 +26,7 @@ multiply-adds than the dense layer), unless ``savings_only=False``; at ``rank_fr
 is truncated and (4) is 0.
 
 Knobs
------
+=====
 ``rank_fraction`` (1), ``min_features`` (layers with ``n < min_features`` stay dense: at small
 widths two thin products are slower than one), ``conv`` (factorise convolutions too),
 ``savings_only`` (apply (3)), ``exclude`` (``fnmatch`` patterns of qualified layer names kept
@@ -35,7 +35,7 @@ dense, e.g. the output projection). Plain SVD only: the activation-aware variant
 which a production model built without data does not have.
 
 Pitfalls
---------
+========
 * For a square layer, (3) needs ``r < n / 2``: the default ``rank_fraction = 0.5`` leaves square
   layers (attention projections) dense and factorises the rectangular ones (feed-forward layers,
   k x k convolutions, whose matrix is ``out x 9 in``).

@@ -2,7 +2,7 @@
 ``apply_structured_pruning(target, config)``.
 
 Idea
-----
+====
 Remove a fraction of the channels of every coupled group of a ``UNet2DModel`` or
 ``UNet2DConditionModel`` (the SD 1.x/2.x/SDXL layout) and return a physically smaller dense
 model, as Diff-Pruning did for Stable Diffusion: DepGraph finds which tensor dimensions must
@@ -13,7 +13,7 @@ the channels. The U-Net surgery is that of [`prune_unet`][reference.pruning.stru
 generalised to any U-Net class and to inputs without class labels (text conditioning).
 
 Math
-----
+====
 Diffusion loss on calibration batches (Ho et al. 2020, Eqs. (4) and (14)), ``t < t_max``::
 
     x_t = sqrt(abar_t) x_0 + sqrt(1 - abar_t) eps                                   (1)
@@ -32,14 +32,14 @@ and the attention temperature ``1 / sqrt(d_head)`` is kept by scaling the query 
 ([`sync_diffusers_attributes`][reference.pruning.structured.sync_diffusers_attributes]).
 
 Why a copy and no ``remove()``
-------------------------------
+==============================
 Pruning changes tensor shapes: parameters are replaced by smaller ones and every consumer's
 weights are sliced. Undoing it in place would mean keeping a full copy of the original anyway,
 so the function prunes a deep copy and returns it; the caller's model is never touched and
 *is* the way back (``pipe.unet = pruned`` to use it, the old object to undo).
 
 Sources
--------
+=======
 * Fang, Ma and Wang, "Structural Pruning for Diffusion Models" (Diff-Pruning), NeurIPS 2023,
   arXiv:2305.10924.
 * Fang et al., "DepGraph: Towards Any Structural Pruning", CVPR 2023, arXiv:2301.12900
@@ -48,7 +48,7 @@ Sources
   arXiv:2006.11239.
 
 Pitfalls
---------
+========
 * Without ``calibration`` the Taylor importance uses Gaussian stand-in data (random latents,
   random text embeddings): a proxy that only ranks channels by their effect on noise prediction
   for unstructured inputs. Pass a ``calibration`` callable that returns the diffusion loss on

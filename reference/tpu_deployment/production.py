@@ -2,7 +2,7 @@
 ``apply_regional_compile(target, config)``.
 
 Idea
-----
+====
 A graph compiler (XLA for TPUs, Inductor for GPUs and CPUs) pays a compile time per distinct
 graph. A diffusion network repeats a few block types many times: DiT-XL/2 is 28 identical
 transformer blocks, the SD U-Net is ResNet and transformer blocks at four widths. Compiling the
@@ -23,7 +23,7 @@ instead of one graph per block instance. ``remove()`` deletes the instance ``for
 class's own method runs again, untouched.
 
 Sources
--------
+=======
 * Ansel et al., "PyTorch 2: Faster Machine Learning Through Dynamic Python Bytecode
   Transformation and Graph Compilation", ASPLOS 2024, doi:10.1145/3620665.3640366 (TorchDynamo,
   Inductor).
@@ -31,12 +31,12 @@ Sources
   the same idea; diffusers chooses the blocks by a per-class ``_repeated_blocks`` list.
 
 Pitfalls
---------
+========
 * ``backend`` is checked against ``torch._dynamo.list_backends(exclude_tags=())`` before anything
   is changed (its default excludes the debug backends ``eager`` and ``aot_eager`` that tests use).
 * Dynamo's ``recompile_limit`` (8 per code object by default) is easily reached by the U-Net's
   blocks at several widths; past it dynamo falls back to eager *silently*. We raise the limit
-  while the compilation is applied (as [`reference.stacking.compile`][reference.stacking.compile]
+  while the compilation is applied (as `reference.stacking.compile`
   does) and restore it on ``remove()``.
 * Strides count as much as shapes: the first transformer block of DiT receives the patch
   embedding's transposed (non-contiguous) output and gets a graph of its own; blocks 2..N share
