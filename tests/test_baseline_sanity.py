@@ -58,10 +58,12 @@ def test_every_message_of_the_quick_result_exists_in_three_languages(
 
 
 @pytest.mark.slow
-def test_the_result_records_only_what_it_used(quick: dict[str, Any]) -> None:
+def test_the_result_records_the_code_it_ran(quick: dict[str, Any]) -> None:
+    # that nothing else is recorded is tested in a fresh interpreter (test_harness_results):
+    # this process may have imported other techniques for earlier tests
     files = quick["provenance"]["files"]
     assert "reference/harness/ode.py" in files and "reference/baseline_sanity/bench.py" in files
-    assert not any(f.startswith("reference/pruning/") for f in files)
+    assert "reference/harness/sampling.py" in files and "reference/zoo/__init__.py" in files
 
 
 @pytest.mark.slow

@@ -241,6 +241,7 @@ TERM_SECTIONS = {
     "figures",
     "stacks",
     "run-it",
+    "diffusers",
     "api",
     "sources",
     "libraries",
