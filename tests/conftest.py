@@ -48,6 +48,17 @@ def site_fixture_registry() -> Iterator[Path]:
         yield SITE_REGISTRY
 
 
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """Tiny models: a second thread only adds synchronisation (and spins on a busy machine)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def random_teacher() -> Any:
     """An untrained, frozen ``UNet2DModel`` with the zoo teacher's configuration (seed 0)."""

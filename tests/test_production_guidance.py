@@ -28,14 +28,7 @@ from reference.classifier_guidance.production import (
 from reference.harness.production import UnsupportedModel
 from reference.zoo import shapes
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: a second thread only adds synchronisation (and spins on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 ATOL = 1e-10  # float64 rounding of a tiny forward pass, times w (see the module docstring)

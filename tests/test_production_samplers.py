@@ -42,13 +42,7 @@ from reference.zoo import shapes
 LABELS = [1, 5]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: a second thread only adds synchronisation (and spins on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _vae() -> nn.Module:

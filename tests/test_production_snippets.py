@@ -30,7 +30,7 @@ diffusers = pytest.importorskip("diffusers")
 from reference import zoo  # noqa: E402
 from reference.zoo import shapes  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 REPO = Path(__file__).resolve().parent.parent
 STEPS = 3
 
@@ -52,14 +52,6 @@ KIND = {
     "run-async": "unet2d-condition",
 }
 """The tiny model each call's snippet runs on (one the call supports)."""
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @dataclass
