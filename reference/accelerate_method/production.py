@@ -58,7 +58,6 @@ Pitfalls
 from __future__ import annotations
 
 import inspect
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,7 +65,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from reference.harness.production import Applied, denoiser, replace_forward, require
+from reference.harness.production import (
+    Applied,
+    check_config,
+    denoiser,
+    hold,
+    refuse_twice,
+    replace_forward,
+    require,
+)
 
 from .forecast import METHODS, newton_forecast, taylorseer_forecast
 from .schedule import check_schedule, is_full_step
@@ -80,8 +87,6 @@ CLASSES = (
     "FluxTransformer2DModel",
 )
 """Every production class: the forecast acts on the model output, whatever is inside."""
-
-_ACTIVE: weakref.WeakSet[nn.Module] = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -169,16 +174,13 @@ def apply_step_forecasting(target: Any, config: ForecastConfig) -> ForecastHandl
     ``pipe.transformer``). Returns a `ForecastHandle` (``remove()``, ``reset()``, ``state``)."""
     model = denoiser(target)
     require(model, CLASSES, "step forecasting")
-    if not isinstance(config, ForecastConfig):
-        raise TypeError(f"step forecasting: expected a ForecastConfig, got {config!r}")
-    if model in _ACTIVE:
-        raise ValueError("step forecasting: already applied; remove() the first handle")
+    check_config(config, ForecastConfig, "step forecasting")
+    refuse_twice(model, "step forecasting")
     order = 0 if config.method == "reuse" else config.order
     history = _History(order)
     handle = ForecastHandle(model, "step forecasting", _forget=history.clear)
     replace_forward(handle, model, _forecasting_forward(handle, history, model, config))
-    _ACTIVE.add(model)
-    handle.on_remove(lambda: _ACTIVE.discard(model))
+    hold(handle, model, "step forecasting")
     handle.on_remove(history.clear)
     return handle
 

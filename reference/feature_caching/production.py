@@ -63,7 +63,6 @@ Pitfalls
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -71,7 +70,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from reference.harness.production import denoiser, replace_forward, require
+from reference.harness.production import (
+    check_config,
+    denoiser,
+    hold,
+    refuse_twice,
+    replace_forward,
+    require,
+)
 
 from .production_fbc import TRANSFORMERS, FirstBlockCacheConfig, apply_first_block_cache
 from .production_run import CacheHandle, first_input, timestep_reader
@@ -95,7 +101,6 @@ RESIDUAL_KWARGS = (
     "mid_block_additional_residual",
     "down_intrablock_additional_residuals",
 )
-_ACTIVE: weakref.WeakSet[nn.Module] = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -217,10 +222,8 @@ def apply_deepcache(target: Any, config: DeepCacheConfig) -> CacheHandle:
     """
     unet = denoiser(target)
     require(unet, UNETS, "DeepCache")
-    if not isinstance(config, DeepCacheConfig):
-        raise TypeError(f"DeepCache: expected a DeepCacheConfig, got {type(config).__name__}")
-    if unet in _ACTIVE:
-        raise ValueError("DeepCache: already applied to this model; remove() the first handle")
+    check_config(config, DeepCacheConfig, "DeepCache")
+    refuse_twice(unet, "DeepCache")
     path = deep_path(unet, config.branch)
     kept = _Kept()
     handle = CacheHandle(unet, "DeepCache", _forget=kept.clear)
@@ -230,8 +233,7 @@ def apply_deepcache(target: Any, config: DeepCacheConfig) -> CacheHandle:
         replace_forward(handle, module, _switch(kept, module, _passthrough))
     replace_forward(handle, path.branch_up, _branch_up(kept, path.branch_up))
     replace_forward(handle, unet, _unet_forward(handle, kept, unet, config.interval))
-    _ACTIVE.add(unet)
-    handle.on_remove(lambda: _ACTIVE.discard(unet))
+    hold(handle, unet, "DeepCache")
     handle.on_remove(kept.clear)
     return handle
 

@@ -58,7 +58,6 @@ Pitfalls
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +65,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from reference.harness.production import denoiser, replace_forward, require
+from reference.harness.production import (
+    check_config,
+    denoiser,
+    hold,
+    refuse_twice,
+    replace_forward,
+    require,
+)
 
 from .production_run import CacheHandle, first_input, timestep_reader
 
@@ -85,7 +91,6 @@ BETWEEN_BLOCKS_KWARGS = (
     "controlnet_block_samples",
     "controlnet_single_block_samples",
 )
-_ACTIVE: weakref.WeakSet[nn.Module] = weakref.WeakSet()
 Streams = tuple[torch.Tensor, torch.Tensor | None]
 
 
@@ -187,10 +192,8 @@ def apply_first_block_cache(target: Any, config: FirstBlockCacheConfig) -> Cache
     """
     model = denoiser(target)
     require(model, TRANSFORMERS, "first-block caching")
-    if not isinstance(config, FirstBlockCacheConfig):
-        raise TypeError(f"first-block caching: expected a FirstBlockCacheConfig, got {config!r}")
-    if model in _ACTIVE:
-        raise ValueError("first-block caching: already applied; remove() the first handle")
+    check_config(config, FirstBlockCacheConfig, "first-block caching")
+    refuse_twice(model, "first-block caching")
     chain = _Chain(model, config.threshold)
     if len(chain.blocks) < 2:
         raise ValueError("first-block caching: needs at least two transformer blocks")
@@ -200,8 +203,7 @@ def apply_first_block_cache(target: Any, config: FirstBlockCacheConfig) -> Cache
     for i, block in enumerate(chain.blocks[1:], start=1):
         replace_forward(handle, block, _rest(chain, block, tail=i == last))
     replace_forward(handle, model, _model_forward(handle, chain, model))
-    _ACTIVE.add(model)
-    handle.on_remove(lambda: _ACTIVE.discard(model))
+    hold(handle, model, "first-block caching")
     handle.on_remove(chain.clear)
     return handle
 

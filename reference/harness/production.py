@@ -32,6 +32,7 @@ Pitfalls
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +67,29 @@ def require(model: nn.Module, supported: Iterable[str], technique: str) -> str:
             f"{technique} does not support {name}; supported: {', '.join(names)}"
         )
     return name
+
+
+def check_config(config: object, expected: type, technique: str) -> None:
+    """``TypeError``, one line, unless ``config`` is an ``expected`` (before any change)."""
+    if not isinstance(config, expected):
+        raise TypeError(f"{technique}: expected a {expected.__name__}, got {type(config).__name__}")
+
+
+_HELD: weakref.WeakKeyDictionary[nn.Module, set[str]] = weakref.WeakKeyDictionary()
+"""The techniques that hold state on a model now (`refuse_twice`, `hold`)."""
+
+
+def refuse_twice(model: nn.Module, technique: str) -> None:
+    """``ValueError``, one line, if ``technique`` is already applied to ``model``: two handles
+    would wrap the same forwards and remove each other's."""
+    if technique in _HELD.get(model, ()):
+        raise ValueError(f"{technique}: already applied to this model; remove() the first handle")
+
+
+def hold(applied: Applied, model: nn.Module, technique: str) -> None:
+    """Mark ``technique`` applied to ``model`` until ``applied`` is removed."""
+    _HELD.setdefault(model, set()).add(technique)
+    applied.on_remove(lambda: _HELD.get(model, set()).discard(technique))
 
 
 @dataclass
