@@ -75,7 +75,7 @@ def test_the_page_shows_the_result_in_three_languages_and_the_comparison_links_i
     from glossary.loader import load_glossary
     from glossary.site import context, results
     from glossary.site.compare import compare_page
-    from glossary.site.sanity import sanity_page
+    from glossary.site.studies import study_page
 
     fixtures = Path(__file__).parent / "fixtures" / "site"
     monkeypatch.syspath_prepend(str(fixtures))  # the fixture entries' reference module
@@ -88,7 +88,7 @@ def test_the_page_shows_the_result_in_three_languages_and_the_comparison_links_i
     assert "baseline-sanity" in ctx.results.composites and not ctx.results.by_slug
     titles = {"es": "¿Es sólida la referencia base?", "ru": "Надёжна ли базовая линия?"}
     for lang, title in {**titles, "en": "Is the baseline sound?"}.items():
-        page = sanity_page(lang, ctx)
+        page = study_page("baseline-sanity", lang, ctx)
         assert page.startswith("# " + title)
         assert "glossary bench baseline-sanity" in page
         assert "page.intro" not in page and "config.ddim" not in page  # every id translated
@@ -96,4 +96,6 @@ def test_the_page_shows_the_result_in_three_languages_and_the_comparison_links_i
     empty = context.Context(
         glossary=ctx.glossary, results=results.load_results(tmp_path / "none"), module_exists=bool
     )
-    assert "glossary bench baseline-sanity" not in sanity_page("en", empty)  # nothing measured
+    assert "glossary bench baseline-sanity" not in study_page(
+        "baseline-sanity", "en", empty
+    )  # nothing measured

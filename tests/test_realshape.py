@@ -4,6 +4,7 @@ model; the quick configuration runs it on tiny production classes."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,13 +31,21 @@ def test_the_flop_estimate_counts_what_a_loop_computes() -> None:
     assert one > 0 and three == pytest.approx(3 * one, rel=1e-9)
 
 
-@pytest.mark.slow
-def test_quick_study_times_every_technique_on_every_model_it_applies_to(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
     from reference.harness.cli import plan, run_benchmark
 
-    p = plan(STUDY, bench, run_bench=True, quick=True, threads=None, out=tmp_path, overrides={})
+    out = tmp_path_factory.mktemp("realshape")
+    p = plan(STUDY, bench, run_bench=True, quick=True, threads=None, out=out, overrides={})
     result, path = run_benchmark(p)
-    data = result.to_dict()
+    return result.to_dict(), path
+
+
+@pytest.mark.slow
+def test_quick_study_times_every_technique_on_every_model_it_applies_to(
+    quick: tuple[dict[str, Any], Path],
+) -> None:
+    data, path = quick
     ids = {r["id"] for r in data["rows"]}
     expected = {f"{m}.baseline" for m in bench.QUICK.models} | {
         f"{m}.{t}"
@@ -57,3 +66,36 @@ def test_quick_study_times_every_technique_on_every_model_it_applies_to(tmp_path
         if row["config"]["method"] == "cfg":
             assert v["flop_speedup"] == pytest.approx(0.5, rel=0.05)  # two rows per call
     assert not data["standard"] and data["provenance"]["files"]
+
+
+@pytest.mark.slow
+def test_the_study_page_and_the_technique_pages_show_it_in_three_languages(
+    quick: tuple[dict[str, Any], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from glossary.loader import load_glossary
+    from glossary.site import context, results
+    from glossary.site.compare import compare_page
+    from glossary.site.studies import TECHNIQUE_OF, realshape_lines, study_page
+
+    assert set(TECHNIQUE_OF) == set(bench.VARIANTS)  # every timed technique has its entry
+    fixtures = Path(__file__).parent / "fixtures" / "site"
+    monkeypatch.syspath_prepend(str(fixtures))
+    ctx = context.Context(
+        glossary=load_glossary(fixtures / "entries"),
+        results=results.load_results(quick[1].parent, allow_nonstandard=True),
+        module_exists=lambda module: False,
+    )
+    assert "realshape" in ctx.results.composites
+    for lang in ("es", "ru", "en"):
+        page = study_page("realshape", lang, ctx)
+        assert "glossary bench realshape" in page and "(realshape.md)" in compare_page(lang, ctx)
+        assert "page.intro" not in page and "model.sd15" not in page
+        shown = [line for line in page.splitlines() if "`models=" not in line]  # settings: code
+        assert not any("sd15" in line for line in shown)  # the model is named in words
+        lines = realshape_lines("feature-caching", lang, ctx)
+        rows = [line for line in lines if line.startswith("- ")]
+        assert "../realshape.md" in lines[0] and len(rows) == 1  # DeepCache: the U-Net only
+        assert "page.technique-row" not in rows[0] and "×" in rows[0]
+        two = realshape_lines("conv-fusion", lang, ctx)  # timed on both models
+        assert len([line for line in two if line.startswith("- ")]) == 2
+    assert realshape_lines("gradient-checkpointing", "en", ctx) == []  # not timed there

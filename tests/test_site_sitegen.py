@@ -255,11 +255,12 @@ def test_compare_page_lists_results_and_missing_techniques(ctx: context.Context)
     page = compare.compare_page("ru", ctx)
     cells = _compare_row(page, "feature-caching")
     joined = span("1,62", "1,79").strip()
-    assert cells[1] == f"1,71× · {joined}" and cells[2] == "2,14× · аналитическая граница"
+    assert cells[1] == f"1,71× · {joined}" and cells[3] == "2,14× · аналитическая граница"
+    assert cells[2] == "—"  # the fixtures have no real-shape result
     metric = ResultText("feature-caching", "ru").metric("fd_digits")
-    assert cells[3] == f"1,08 · {metric}" and cells[4] == "—"  # no memory ratio measured
-    assert cells[5] == "1 достигнута · 1 не достигнута"
-    assert "контроль измерен" in cells[6]  # a control row, but no aim compares with it
+    assert cells[4] == f"1,08 · {metric}" and cells[5] == "—"  # no memory ratio measured
+    assert cells[6] == "1 достигнута · 1 не достигнута"
+    assert "контроль измерен" in cells[7]  # a control row, but no aim compares with it
     assert "Сэмплирование" in cells[0] or "DeepCache N=3" in cells[0]  # category, setting
     assert "terms/pruning.md" not in page.split("\n\n")[-1]  # pruning has a result file
     assert "terms/xss-probe.md" in page.split("\n\n")[-1]
@@ -272,17 +273,18 @@ def test_compare_table_has_its_columns_and_sort_keys(ctx: context.Context) -> No
     assert [label for _kind, label in columns] == [
         "Técnica",
         "Aceleración [intervalo del 95 %]",
+        "A escala real (aceleración)",
         "Límite",
         "Cociente de calidad",
         "Ahorro de memoria",
         "Objetivos",
         "Supera a su control de coste igualado",
     ]
-    assert [kind for kind, _label in columns] == ["text"] + ["number"] * 6
+    assert [kind for kind, _label in columns] == ["text"] + ["number"] * 7
     assert head.count('aria-sort="ascending"') == 1  # the initial order: by technique
     row = next(line for line in page.splitlines() if 'href="../terms/feature-caching/"' in line)
     sort_keys = re.findall(r'<td data-sort="([^"]*)"', row)
-    assert sort_keys[:4] == ["Caché de Características", "1.71", "2.14", "1.08"]
+    assert sort_keys[:5] == ["Caché de Características", "1.71", "", "2.14", "1.08"]
     assert "Muestreo · DeepCache N=3" in row  # the category and the picked setting
     assert "<table data-sortable>" in page and "Cómo leerla" in page
 
@@ -357,7 +359,7 @@ def test_result_without_headline_and_zero_target(ctx: context.Context) -> None:
         " | 0 | ≤ 0 | ✓ met |" in page
     )
     cells = _compare_row(compare.compare_page("en", ctx), "feature-caching")
-    assert cells[1:5] == ["—", "—", "—", "—"] and cells[5] == "1 met" and len(cells) == 7
+    assert cells[1:6] == ["—"] * 5 and cells[6] == "1 met" and len(cells) == 8
 
 
 def test_downloads_are_built_with_the_site_in_every_language(docs: Path) -> None:

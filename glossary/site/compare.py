@@ -30,7 +30,7 @@ from glossary.site.formatting import Translate, number, ratio, ratio_interval, t
 from glossary.site.markdown import escape_text, heading, html_attr
 from glossary.site.plotdata import Point, above_estimate, is_anomaly
 from glossary.site.results import Result, aims_verdict
-from glossary.site.sanity import compare_link
+from glossary.site.studies import REALSHAPE, compare_links, realshape_cell
 from glossary.site.urls import relative_href, sorted_entries, term_link
 
 Verdict = Literal["yes", "no", "inconclusive", "unjudged", "none"]
@@ -115,6 +115,14 @@ def _memory_cell(p: rule.Pick, lang: str) -> str:
     return _cell(html_attr(ratio(saving, lang) + "×"), saving, numeric=True)
 
 
+def _realshape_cell(slug: str, lang: str, ctx: Context) -> str:
+    found = realshape_cell(slug, lang, ctx)
+    if found is None:
+        return _cell(number(None, lang), numeric=True)
+    value, detail, sort = found
+    return _cell(_two_lines(value, detail), sort, numeric=True)
+
+
 def _aims_cell(result: Result, text: ResultText) -> str:
     states = [a["state"] for a in result["aims"]]
     if not states:
@@ -138,14 +146,17 @@ def table_row(entry: Entry, result: Result, lang: str, ctx: Context) -> str:
     p = rule.pick(entry.slug, result, budgets(ctx)[0])
     name = f'<a href="{href}">{term}</a>'
     if p is None:  # no headline: nothing to pick, the aims still count
-        empty = _cell(number(None, lang), numeric=True) * 4
+        empty = _cell(number(None, lang), numeric=True)
         verdict = _cell(html_attr(text.message(f"site.control-{beats_control(result)}")))
         head = _cell(f'{name}<br><span class="gl-detail">{category}</span>', entry.term(lang))
-        return f"<tr>{head}{empty}{_aims_cell(result, text)}{verdict}</tr>"
+        real = _realshape_cell(entry.slug, lang, ctx)
+        cells = [head, empty, real, empty * 3, _aims_cell(result, text), verdict]
+        return "<tr>" + "".join(cells) + "</tr>"
     setting = html_attr(text.config(p.row["config"]))
     cells = [
         _cell(f'{name}<br><span class="gl-detail">{category} · {setting}</span>', entry.term(lang)),
         _speed_cell(result, p, text, lang),
+        _realshape_cell(entry.slug, lang, ctx),
         _limit_cell(p, text, lang),
         _quality_cell(p, lang),
         _memory_cell(p, lang),
@@ -208,6 +219,7 @@ def table_head(lang: str, _: Translate) -> str:
     columns = [
         (_("Technique"), "text"),
         (text.message("site.speedup-interval"), "number"),
+        (ResultText(REALSHAPE, lang).message("page.column"), "number"),
         (text.message("site.limit"), "number"),
         (text.message("site.quality-ratio"), "number"),
         (ResultText("guide", lang).message("compare.memory"), "number"),
@@ -238,7 +250,7 @@ def compare_page(lang: str, ctx: Context) -> str:
     lines += [text.message("site.compare-guide"), ""]
     title = text.message("stacking.title")
     lines += [text.message("stacking.compare-link", {"link": f"[{title}](stacking.md)"}), ""]
-    lines += [compare_link(lang), ""]
+    lines += compare_links(lang)
     guide = f"[{escape_text(words.message('guide.title'))}](guide.md)"
     lines += [words.message("compare.guide-link", {"link": guide}), ""]
     lines += [heading(2, words.message("guide.rule-title"), "rule"), ""]

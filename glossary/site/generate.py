@@ -11,7 +11,8 @@ everything else is written here, once per language of :data:`glossary.schema.LAN
 * ``<lang>/compare.md``: the headline figures of every technique that has results;
 * ``<lang>/stacking.md``: the study of stacked techniques (:mod:`glossary.site.stacking`),
   always written, saying "not measured yet" without ``stacking.json``;
-* ``<lang>/baseline.md``: the baseline sanity study (:mod:`glossary.site.sanity`), likewise;
+* ``<lang>/baseline.md`` and ``<lang>/realshape.md``: the study pages
+  (:mod:`glossary.site.studies`), likewise;
 * ``<lang>/guide.md``: "What should I use?" (:mod:`glossary.site.guide`), by goal and by quality
   budget;
 * ``<lang>/downloads.md`` and ``assets/downloads/``: the exports of the glossary;
@@ -43,9 +44,9 @@ from glossary.site.guide import guide_page
 from glossary.site.indexes import az_page, categories_index, category_page
 from glossary.site.plots import Chart
 from glossary.site.results import FIGURES_DIR, Results, SiteGenError, load_results, results_dir
-from glossary.site.sanity import PAGE as SANITY_PAGE
-from glossary.site.sanity import sanity_page
 from glossary.site.stacking import composite, element_terms, stacking_page
+from glossary.site.studies import PAGES as STUDY_PAGES
+from glossary.site.studies import study_page
 from glossary.site.terms import API_DIR, api_page, term_page
 from glossary.site.writing import Report, remove_stale
 
@@ -68,7 +69,8 @@ def pages(ctx: Context) -> dict[str, str]:
         out[f"{lang}/index-a-z.md"] = az_page(lang, ctx)
         out[f"{lang}/compare.md"] = compare_page(lang, ctx)
         out[f"{lang}/stacking.md"] = stacking_page(lang, ctx)
-        out[f"{lang}/{SANITY_PAGE}"] = sanity_page(lang, ctx)
+        for study, page in STUDY_PAGES.items():
+            out[f"{lang}/{page}"] = study_page(study, lang, ctx)
         out[f"{lang}/guide.md"] = guide_page(lang, ctx)
     return out
 

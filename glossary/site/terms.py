@@ -35,6 +35,7 @@ from glossary.site.markdown import (
 from glossary.site.production import production_section
 from glossary.site.results import FIGURES_DIR
 from glossary.site.stacking import stack_section
+from glossary.site.studies import realshape_lines
 from glossary.site.urls import cross_language_href, sorted_entries, term_link
 
 LANG_NAMES = {"es": "Español", "ru": "Русский", "en": "English"}
@@ -219,7 +220,10 @@ def _measured(entry: Entry, lang: str, ctx: Context, _: Translate) -> list[str]:
         result_figures(entry, lang, ctx),
     )
     stacks = stack_section(entry.slug, lang, ctx)
-    return [*section, *stacks, *run_it(entry, _), *production_section(entry.slug, lang, _)]
+    production = production_section(entry.slug, lang, _)
+    if production:
+        production += realshape_lines(entry.slug, lang, ctx)
+    return [*section, *stacks, *run_it(entry, _), *production]
 
 
 def _references(entry: Entry, lang: str, ctx: Context, _: Translate) -> list[str]:

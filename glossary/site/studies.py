@@ -1,0 +1,121 @@
+"""The study pages: is the baseline sound, and how do the techniques behave at real shapes?
+
+A study is a result that is not one technique's benchmark (`glossary.site.results.COMPOSITES`).
+Two of them get a page of their own, rendered like a technique's benchmark section (rows,
+aims with their states, notes, provenance) under the study's title and introduction:
+
+* ``<lang>/baseline.md`` renders ``baseline-sanity.json`` (``python -m reference.baseline_sanity
+  --bench``, run first by ``glossary bench``): DDIM at 5 to 1000 steps on the clipped ODE,
+  UniPC, the former diffusers DDIM and the solution;
+* ``<lang>/realshape.md`` renders ``realshape.json`` (``python -m reference.realshape --bench``,
+  run last): every inference-time technique applied to diffusers' production classes at their
+  published shapes, with random weights, timed on the machine the provenance names.
+
+Without its result a page says that nothing is measured yet. The comparison page links to both
+(`compare_links`). The words come from each study's own catalog (``page.intro``,
+``page.compare-link``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from glossary.resulttext import ResultText, format_number
+from glossary.site.benchmark import benchmark_section
+from glossary.site.context import Context
+from glossary.site.formatting import ratio, ratio_interval
+
+PAGES = {"baseline-sanity": "baseline.md", "realshape": "realshape.md"}
+"""Study slug -> its page, in the order the comparison page links them."""
+REALSHAPE = "realshape"
+TECHNIQUE_OF = {
+    "deepcache": "feature-caching",
+    "forecasting": "accelerate-method",
+    "low-rank": "low-rank-inference",
+    "fusion": "conv-fusion",
+    "compile": "tpu-deployment",
+    "pruning": "pruning",
+    "cfg": "classifier-guidance",
+}
+"""The real-shape study's technique ids -> the glossary entries whose ``apply_x`` they time
+(a test checks it against the study's own list)."""
+
+
+def study_page(slug: str, lang: str, ctx: Context) -> str:
+    """The whole page of study ``slug`` in ``lang``."""
+    text = ResultText(slug, lang)
+    lines = ["# " + text.title(), "", text.message("page.intro"), ""]
+    result = ctx.results.composites.get(slug)
+    if result is not None and slug == "realshape":
+        result = _with_model_names(result, text)
+    lines += benchmark_section(slug, result, lang, f"glossary bench {slug}", [])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _with_model_names(result: dict[str, Any], text: ResultText) -> dict[str, Any]:
+    """A copy of the real-shape result whose rows name their model in the reader's language
+    (``model.<id>``) instead of by the study's id (``sd15``)."""
+    rows = []
+    for row in result["rows"]:
+        config = dict(row["config"])
+        if "model" in config:
+            config["model"] = text.message(f"model.{config['model']}")
+        rows.append({**row, "config": config})
+    return {**result, "rows": rows}
+
+
+def compare_links(lang: str) -> list[str]:
+    """The comparison page's sentences pointing to each study page, one paragraph each."""
+    lines = []
+    for slug, page in PAGES.items():
+        text = ResultText(slug, lang)
+        lines += [text.message("page.compare-link", {"link": f"[{text.title()}]({page})"}), ""]
+    return lines
+
+
+def realshape_lines(slug: str, lang: str, ctx: Context) -> list[str]:
+    """A technique page's measurements at real shape (for its "On a diffusers model" section):
+    one line per production model the study timed it on, with the speedup, its interval, the
+    FLOP estimate and the efficiency, and a link to the study's page; nothing when the study
+    has no result or did not time this technique."""
+    result = ctx.results.composites.get(REALSHAPE)
+    if result is None:
+        return []
+    text = ResultText(REALSHAPE, lang)
+    rows = [r for r in result["rows"] if TECHNIQUE_OF.get(r["config"]["method"]) == slug]
+    if not rows:
+        return []
+    lines = [
+        text.message("page.technique-intro", {"link": f"[{text.title()}](../{PAGES[REALSHAPE]})"}),
+        "",
+    ]
+    for row in rows:
+        v, span = row["values"], row["intervals"].get("speedup")
+        model = text.message(f"model.{row['config']['model']}")
+        params = {
+            "model": model[:1].upper() + model[1:],
+            "speedup": ratio(v["speedup"], lang) + "×" + ratio_interval(span, lang),
+            "estimate": ratio(v["flop_speedup"], lang) + "×" if v.get("flop_speedup") else "—",
+            "efficiency": format_number(v["efficiency"], lang) if v.get("efficiency") else "—",
+        }
+        lines.append("- " + text.message("page.technique-row", params))
+    return [*lines, ""]
+
+
+def realshape_cell(slug: str, lang: str, ctx: Context) -> tuple[str, str, float] | None:
+    """The comparison table's real-shape cell of technique ``slug``: its speedup on the first
+    production model the study timed it on (the U-Net before the transformer), a detail line
+    naming the model and the efficiency, and the sort key; ``None`` when not timed."""
+    result = ctx.results.composites.get(REALSHAPE)
+    if result is None:
+        return None
+    rows = [r for r in result["rows"] if TECHNIQUE_OF.get(r["config"]["method"]) == slug]
+    if not rows:
+        return None
+    text = ResultText(REALSHAPE, lang)
+    v = rows[0]["values"]
+    params = {
+        "model": text.message(f"model.{rows[0]['config']['model']}"),
+        "efficiency": format_number(v["efficiency"], lang) if v.get("efficiency") else "—",
+    }
+    return ratio(v["speedup"], lang) + "×", text.message("page.column-detail", params), v["speedup"]
