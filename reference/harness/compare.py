@@ -1,0 +1,340 @@
+"""A comparison that a benchmark declares and the harness measures.
+
+Idea
+----
+A benchmark used to measure *and* assemble its result by hand: rows, intervals, aims and the
+headline were rebuilt in every ``bench.py``. Here a benchmark only says **what** it compares:
+
+* its variants (`Variant`): the baseline, the techniques and the matched-cost controls, each
+  with how it samples from a seed's noise and how one latency batch of it runs;
+* the claims it tests (`QualityAim`, `SpeedupAim`) and its headline row (`HeadlineSpec`);
+
+and `measure` does the rest the same way for every benchmark: every variant samples from the
+same noise on every seed (paired seeds), is scored, is timed in one interleaved comparison whose
+raw rounds are kept, and the rows, aims and headline are derived from those raw values, so that
+``glossary bench --check`` can derive them again from the result file.
+
+Math
+----
+For a metric ``m`` measured on seeds ``s = 1..S`` and timing rounds ``r = 1..R``:
+
+    value       v̄ = (1/S) Σ_s v(s)                                              (1)
+    interval    v̄ ± t(0.975, S-1) · sd(v) / √S                                  (2)
+    ratio       exp((1/S) Σ_s log(v_a(s) / v_b(s))), t interval on the logs      (3)
+    speedup     median_r T_b(r) / median_r T_a(r)                                (4)
+    its interval: percentile bootstrap over rounds, each round's pair kept       (5)
+    fidelity    rms_to_solution = (1/N) Σ_i ‖x_i − x*_i‖ / √D                     (6)
+
+(1)-(3) are `reference.harness.stats.summarize` and ``paired_ratio``; (4)-(5) are
+`reference.harness.cost.compare_latency` and ``speedup_interval``; (6) is
+`reference.harness.ode.rms_to` against the converged clipped-ODE solution ``x*`` from the same
+noise (``Comparison.solution``), the primary metric of a training-free approximation: it asks
+how far the technique moves each sample from where the exact sampler would put it, which a
+distribution distance (FDD) cannot see when the errors keep the distribution.
+
+Pitfalls
+--------
+* A variant must draw *all* its randomness from the seed it is given, or the pairing of (3)
+  is void.
+* The latency batch is separate from the quality seeds, and each variant's ``timed`` callable
+  must do the same work on every call (no caches filled by the first call, unless that is the
+  technique and the warm-up fills them).
+* `QualityAim` on a metric that can be negative (a difference of kernel means) needs a
+  difference, not a ratio: `measure` refuses a ratio aim on a non-positive value instead of
+  taking the log of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+
+from .cost import LatencyComparison, compare_latency
+from .results import (
+    Aim,
+    BenchmarkResult,
+    Figure,
+    Headline,
+    Measurement,
+    Metric,
+    Note,
+    Row,
+    aim,
+    speedup_headline,
+)
+from .seeds import SeedTable, over_seeds
+
+Role = Literal["baseline", "technique", "control", "reference"]
+Comparator = Literal[">=", "<=", ">", "<"]
+Score = Callable[[torch.Tensor, Mapping[str, torch.Tensor]], Mapping[str, float]]
+"""``score(samples, same_seed)``: metrics of one variant's samples of one seed; ``same_seed``
+maps every variant id (and ``"solution"`` when there is one) to its samples of that seed."""
+
+FIDELITY = "rms_to_solution"
+FIDELITY_METRIC = Metric("", "lower")
+ENVELOPE = ("schema_version", "slug", "module", "standard", "quick", "options", "provenance")
+"""Keys of a result that the command line adds around a comparison's body."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One configuration under comparison.
+
+    ``sample(seed)`` returns its quality samples from the noise of ``seed``; ``timed()`` runs
+    one latency batch (``None``: not timed); ``facts`` are values that do not vary with the
+    seed (parameter counts, FLOPs), copied into its row.
+    """
+
+    id: str
+    config: Mapping[str, Any]
+    role: Role
+    sample: Callable[[int], torch.Tensor]
+    timed: Callable[[], Any] | None = None
+    facts: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QualityAim:
+    """``metric(row) / metric(against) <comparison> target`` on paired seeds (3)."""
+
+    id: str
+    row: str
+    against: str
+    metric: str
+    comparison: Comparator
+    target: float
+
+
+@dataclass(frozen=True)
+class SpeedupAim:
+    """``median T(against) / median T(row) <comparison> target`` over rounds (4)-(5)."""
+
+    id: str
+    row: str
+    against: str
+    comparison: Comparator
+    target: float
+
+
+@dataclass(frozen=True)
+class HeadlineSpec:
+    """The row the comparison page shows, the metric of its quality ratio, its speed limit (an
+    analytic ``bound`` that a measurement may not exceed, or an ``estimate``) and, for a
+    technique that trades memory, its memory ratio against the baseline."""
+
+    row: str
+    quality: str | None = None
+    limit: float | None = None
+    limit_kind: Literal["bound", "estimate"] | None = None
+    memory_ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a benchmark compares; the first ``baseline`` variant is the reference of every
+    speedup and ratio unless an aim names another row."""
+
+    variants: tuple[Variant, ...]
+    metrics: Mapping[str, Metric]
+    score: Score
+    seeds: tuple[int, ...]
+    aims: tuple[QualityAim | SpeedupAim, ...]
+    headline: HeadlineSpec
+    repeats: int
+    warmup: int
+    solution: Callable[[int], torch.Tensor] | None = None
+
+    def __post_init__(self) -> None:
+        ids = [v.id for v in self.variants]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"comparison: duplicate variant ids in {ids}")
+        if [v.role for v in self.variants].count("baseline") != 1:
+            raise ValueError("comparison: exactly one variant must be the baseline")
+        for a in self.aims:
+            for name in (a.row, a.against):
+                if name not in ids:
+                    raise ValueError(f"comparison: aim {a.id!r} names unknown row {name!r}")
+        if self.headline.row not in ids:
+            raise ValueError(f"comparison: headline row {self.headline.row!r} is not a variant")
+
+    @property
+    def baseline(self) -> str:
+        return next(v.id for v in self.variants if v.role == "baseline")
+
+    def variant(self, id: str) -> Variant:
+        return next(v for v in self.variants if v.id == id)
+
+
+@dataclass
+class Measured:
+    """What `measure` found: the per-seed table, the latency comparison (raw rounds inside),
+    seed ``seeds[0]``'s samples of every variant (for figures), and the derived rows, aims and
+    headline."""
+
+    comparison: Comparison
+    table: SeedTable
+    latency: LatencyComparison | None
+    first: dict[str, torch.Tensor]
+    rows: list[Row]
+    aims: list[Aim]
+    headline: Headline | None
+
+
+def _quality(c: Comparison) -> tuple[SeedTable, dict[str, torch.Tensor]]:
+    """Every variant on every seed from the same noise (paired), scored by ``c.score``."""
+    first: dict[str, torch.Tensor] = {}
+    samplers: dict[str, Callable[[int], Any]] = {v.id: v.sample for v in c.variants}
+    if c.solution is not None:
+        samplers = {"solution": c.solution, **samplers}
+
+    def measure_one(key: str, x: torch.Tensor, same_seed: Mapping[str, Any]) -> Mapping[str, float]:
+        if key == "solution":
+            return {}
+        first.setdefault(key, x)
+        scores = dict(c.score(x, same_seed))
+        if c.solution is not None:
+            scores[FIDELITY] = float(_rms_to(x, same_seed["solution"]))  # (6)
+        return scores
+
+    return over_seeds(samplers, measure_one, c.seeds), first
+
+
+def _rms_to(samples: torch.Tensor, solution: torch.Tensor) -> float:
+    from .ode import rms_to
+
+    return float(rms_to(samples, solution).mean())
+
+
+def _latency(c: Comparison) -> LatencyComparison | None:
+    timed = {v.id: v.timed for v in c.variants if v.timed is not None}
+    if not timed:
+        return None
+    if c.baseline not in timed:
+        raise ValueError("comparison: the baseline must be timed when any variant is")
+    with torch.inference_mode():
+        return compare_latency(timed, repeats=c.repeats, warmup=c.warmup, baseline=c.baseline)
+
+
+def _row(v: Variant, table: SeedTable, lat: LatencyComparison | None) -> Row:
+    """A row: means and t intervals over seeds (1)-(2), then median latency and speedup (4)
+    with its round bootstrap (5)."""
+    values, intervals, seeds = table.row_fields(v.id)
+    spread: dict[str, float] = {}
+    if lat is not None and v.id in lat.stats:
+        values = {"latency_ms": lat.median_ms(v.id), "speedup": lat.speedup[v.id], **values}
+        spread["latency_ms"] = lat.iqr_ms(v.id)
+        if v.id != lat.baseline:
+            intervals = {"speedup": lat.speedup_interval(v.id), **intervals}
+    return Row(
+        v.id,
+        dict(v.config),
+        v.role,
+        {**values, **v.facts},
+        intervals=intervals,
+        spread=spread,
+        seeds=seeds,
+    )
+
+
+def _aim(a: QualityAim | SpeedupAim, table: SeedTable, lat: LatencyComparison | None) -> Aim:
+    if isinstance(a, QualityAim):
+        for key in (a.row, a.against):
+            if min(table.per_seed(key, a.metric)) <= 0:
+                raise ValueError(f"aim {a.id!r}: a ratio of {a.metric} needs positive values")
+        r = table.ratio(a.row, a.against, a.metric)  # (3)
+        return aim(a.id, r.value, a.target, a.comparison, r.interval, row=a.row, against=a.against)
+    if lat is None:
+        raise ValueError(f"aim {a.id!r}: a speedup aim needs timed variants")
+    return aim(
+        a.id,
+        lat.speedup_over(a.row, a.against),  # (4)
+        a.target,
+        a.comparison,
+        lat.speedup_interval(a.row, against=a.against),  # (5)
+        row=a.row,
+        against=a.against,
+    )
+
+
+def _headline(c: Comparison, table: SeedTable, lat: LatencyComparison | None) -> Headline | None:
+    h = c.headline
+    ratio = None
+    if h.quality is not None:
+        ratio = table.ratio(h.row, c.baseline, h.quality)  # (3)
+    if lat is None:
+        return Headline(
+            h.row,
+            memory_ratio=h.memory_ratio,
+            quality_metric=h.quality if ratio else None,
+            quality_ratio=ratio.value if ratio else None,
+            quality_interval=ratio.interval if ratio else None,
+        )
+    return speedup_headline(
+        h.row,
+        lat,
+        limit=h.limit,
+        limit_kind=h.limit_kind,
+        memory_ratio=h.memory_ratio,
+        quality_ratio=ratio.value if ratio else None,
+        quality_interval=ratio.interval if ratio else None,
+        quality_metric=h.quality,
+    )
+
+
+def measure(c: Comparison) -> Measured:
+    """Sample and score every variant on every seed, time them interleaved, derive the rows,
+    aims and headline."""
+    table, first = _quality(c)
+    lat = _latency(c)
+    rows = [_row(v, table, lat) for v in c.variants]
+    aims = [_aim(a, table, lat) for a in c.aims]
+    return Measured(c, table, lat, first, rows, aims, _headline(c, table, lat))
+
+
+@dataclass
+class Outcome:
+    """What a ported benchmark's ``measure(cfg, staging)`` returns to the command line: the
+    result's ``body`` (everything but `ENVELOPE`) and the figure files it wrote."""
+
+    body: dict[str, Any]
+    figures: list[str]
+
+
+def outcome(
+    m: Measured,
+    *,
+    settings: Mapping[str, Any],
+    notes: Sequence[Note],
+    figures: Sequence[Figure],
+    extra_rows: Sequence[Row] = (),
+) -> Outcome:
+    """The body of a schema-4 result: the schema-3 fields, plus each timed row's raw rounds
+    (``rounds.latency_ms``, paired with the baseline's, named by ``rounds.against``) so that
+    (4)-(5) can be recomputed from the file. ``extra_rows`` are rows not measured here (a
+    reference row of real data)."""
+    metrics = dict(m.comparison.metrics)
+    if m.comparison.solution is not None:
+        metrics.setdefault(FIDELITY, FIDELITY_METRIC)
+    measurement = Measurement(
+        settings=dict(settings),
+        metrics=metrics,
+        rows=[*m.rows, *extra_rows],
+        headline=m.headline,
+        aims=list(m.aims),
+        notes=list(notes),
+        figures=list(figures),
+    )
+    envelope = BenchmarkResult("", "", False, False, {}, measurement, {})
+    body = {k: v for k, v in envelope.to_dict().items() if k not in ENVELOPE}
+    if m.latency is not None:
+        for row in body["rows"]:
+            stats = m.latency.stats.get(row["id"])
+            if stats is not None:
+                row["rounds"] = {
+                    "against": m.latency.baseline,
+                    "latency_ms": list(stats.samples_ms),
+                }
+    return Outcome(body, [f.file for f in figures])

@@ -1,0 +1,182 @@
+"""The declared comparison (`reference.harness.compare`): what a benchmark declares, the harness
+measures and derives the same way every time; the derived figures follow from the raw ones
+kept in the body."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+import torch
+
+from reference.harness import compare as cmp
+from reference.harness.results import Metric
+from reference.harness.stats import paired_ratio
+
+SEEDS = (0, 1, 2)
+
+
+def _noise(seed: int) -> torch.Tensor:
+    return torch.randn(8, 4, generator=torch.Generator().manual_seed(seed))
+
+
+def _score(x: torch.Tensor, same_seed: dict) -> dict[str, float]:
+    return {"size": float(x.abs().mean()) + 1.0}
+
+
+def _sleeper(seconds: float):
+    return lambda: time.sleep(seconds)
+
+
+SEEN: list[tuple[str, int]] = []
+"""(variant, seed) of every sample call of the latest `_comparison`."""
+
+
+def _comparison(**over) -> cmp.Comparison:
+    seen = SEEN
+    seen.clear()
+
+    def sampler(id: str, scale: float):
+        def sample(seed: int) -> torch.Tensor:
+            seen.append((id, seed))
+            return scale * _noise(seed)
+
+        return sample
+
+    kw = dict(
+        variants=(
+            cmp.Variant(
+                "base",
+                {"method": "base"},
+                "baseline",
+                sampler("base", 1.0),
+                _sleeper(0.004),
+                {"params_m": 2.0},
+            ),
+            cmp.Variant(
+                "fast", {"method": "fast"}, "technique", sampler("fast", 1.5), _sleeper(0.001)
+            ),
+            cmp.Variant("ctl", {"method": "ctl"}, "control", sampler("ctl", 3.0), _sleeper(0.002)),
+        ),
+        metrics={"size": Metric("", "lower")},
+        score=_score,
+        seeds=SEEDS,
+        aims=(
+            cmp.QualityAim("quality", "fast", "base", "size", "<=", 10.0),
+            cmp.SpeedupAim("speed", "fast", "base", ">", 1.0),
+            cmp.SpeedupAim("vs-control", "fast", "ctl", ">", 1.0),
+        ),
+        headline=cmp.HeadlineSpec("fast", quality="size", limit=4.0, limit_kind="estimate"),
+        repeats=5,
+        warmup=1,
+    )
+    kw.update(over)
+    return cmp.Comparison(**kw)
+
+
+@pytest.fixture(scope="module")
+def measured() -> tuple[cmp.Measured, list[tuple[str, int]]]:
+    m = cmp.measure(_comparison())
+    return m, list(SEEN)
+
+
+def test_every_variant_samples_every_seed(measured) -> None:
+    _, seen = measured
+    assert sorted(seen) == sorted((v, s) for v in ("base", "fast", "ctl") for s in SEEDS)
+
+
+def test_rows_are_derived_from_the_seeds_and_the_rounds(measured) -> None:
+    measured = measured[0]
+    rows = {r.id: r for r in measured.rows}
+    for r in rows.values():
+        per_seed = r.seeds["size"]
+        assert len(per_seed) == len(SEEDS)
+        assert r.values["size"] == pytest.approx(statistics.fmean(per_seed), rel=1e-12)  # (1)
+        lo, hi = r.intervals["size"]
+        assert lo < r.values["size"] < hi  # (2)
+    lat = measured.latency
+    assert lat is not None
+    base = rows["base"]
+    assert base.values["params_m"] == 2.0 and "speedup" not in base.intervals
+    for id in ("fast", "ctl"):
+        expected = statistics.median(lat.stats["base"].samples_ms) / statistics.median(
+            lat.stats[id].samples_ms
+        )
+        assert rows[id].values["speedup"] == pytest.approx(expected, rel=1e-12)  # (4)
+    # The sleeps (4, 1, 2 ms) order the speedups whatever the machine's overhead.
+    assert rows["fast"].values["speedup"] > rows["ctl"].values["speedup"] > 1.0
+
+
+def test_aims_and_headline_follow_the_declaration(measured) -> None:
+    measured = measured[0]
+    aims = {a.id: a for a in measured.aims}
+    assert set(aims) == {"quality", "speed", "vs-control"}
+    q = aims["quality"]
+    expected = paired_ratio(
+        measured.table.per_seed("fast", "size"), measured.table.per_seed("base", "size")
+    )
+    assert q.measured == pytest.approx(expected.value) and (q.row, q.against) == ("fast", "base")
+    assert q.state == "met"  # a ratio near 1.4 against a target of 10
+    assert aims["vs-control"].against == "ctl"
+    h = measured.headline
+    assert h is not None and h.row == "fast" and h.quality_metric == "size"
+    assert h.speedup == pytest.approx(aims["speed"].measured)
+    assert h.speedup_limit == 4.0 and h.limit_kind == "estimate"
+
+
+def test_outcome_keeps_the_raw_rounds_and_no_envelope(measured) -> None:
+    measured = measured[0]
+    out = cmp.outcome(measured, settings={"steps": 3}, notes=[], figures=[])
+    body = out.body
+    assert not set(cmp.ENVELOPE) & set(body)
+    rows = {r["id"]: r for r in body["rows"]}
+    lat = measured.latency
+    assert lat is not None
+    for id, row in rows.items():
+        assert row["rounds"]["against"] == "base"
+        assert row["rounds"]["latency_ms"] == lat.stats[id].samples_ms
+        assert len(row["rounds"]["latency_ms"]) == 5
+    assert body["headline"]["row"] == "fast" and body["settings"] == {"steps": 3}
+
+
+def test_fidelity_is_measured_against_the_solution_of_the_same_noise() -> None:
+    c = _comparison(solution=lambda seed: _noise(seed), aims=(), headline=cmp.HeadlineSpec("fast"))
+    m = cmp.measure(c)
+    rows = {r.id: r for r in m.rows}
+    # base samples the solution's own noise: distance 0; fast is 1.5x it: RMS 0.5 x RMS(noise)
+    assert rows["base"].values[cmp.FIDELITY] == 0.0
+    rms = [float(_noise(s).pow(2).mean(dim=1).sqrt().mean()) for s in SEEDS]
+    assert rows["fast"].seeds[cmp.FIDELITY] == pytest.approx([0.5 * r for r in rms], rel=1e-6)
+    body = cmp.outcome(m, settings={}, notes=[], figures=[]).body
+    assert cmp.FIDELITY in body["metrics"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"headline": cmp.HeadlineSpec("nope")}, "headline row 'nope'"),
+        ({"aims": (cmp.SpeedupAim("x", "fast", "nope", ">", 1.0),)}, "unknown row 'nope'"),
+    ],
+)
+def test_a_declaration_naming_unknown_rows_is_refused(change: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _comparison(**change)
+
+
+def test_duplicate_ids_and_two_baselines_are_refused() -> None:
+    base = _comparison().variants[0]
+    with pytest.raises(ValueError, match="duplicate variant ids"):
+        _comparison(variants=(base, base))
+    other = cmp.Variant("b2", {}, "baseline", base.sample)
+    with pytest.raises(ValueError, match="exactly one variant must be the baseline"):
+        _comparison(variants=(base, other), aims=(), headline=cmp.HeadlineSpec("base"))
+
+
+def test_a_ratio_aim_on_a_non_positive_metric_is_refused() -> None:
+    def signed(x: torch.Tensor, same_seed: dict) -> dict[str, float]:
+        return {"size": float(x.mean())}  # crosses zero between seeds
+
+    c = _comparison(score=signed, aims=(cmp.QualityAim("q", "fast", "base", "size", "<", 1.0),))
+    with pytest.raises(ValueError, match="needs positive values"):
+        cmp.measure(c)
