@@ -8,9 +8,15 @@ of its numbers are *derived*: a mean over noise seeds, a t interval, a paired ra
 timing rounds, the headline that repeats a row, an aim that compares two rows, the stacking
 study's matrices. The raw values they come from are kept beside them (``seeds`` per row, and in
 schema 4 the timing ``rounds``), so `check_result` recomputes every derived figure it can with
-the same formulas the benchmarks use, and names the first one that differs:
+the same formulas the benchmarks use, and names each one that differs, one line each, the
+first first:
 
     reference/results/feature-caching.json: headline.speedup: recorded 9.99, recomputed 1.7468...
+
+Use: `read_checked` (path -> data and problems; what ``glossary bench --check`` and the
+studies' checks call through `reference.harness.provenance.check_one`), `check_result` (a
+parsed result; the site calls its parts), `seal` and `canonical` (the writer of a schema-4
+result seals it last).
 
 Schema 4 (``result.v4.schema.json``, for results written by the new harness) adds
 
