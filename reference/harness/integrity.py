@@ -701,8 +701,13 @@ STUDY_SETTINGS = {
     "compatible": list,
     "reasons": list,
     "pareto": list,
+    **{key: list for key in MATRICES},
 }
 """The settings the stacking study records and its check reads (and their JSON types)."""
+
+
+def _square(matrix: list[Any], n: int) -> bool:
+    return len(matrix) == n and all(isinstance(r, list) and len(r) == n for r in matrix)
 
 
 def _settings_problems(settings: Mapping[str, Any]) -> list[str]:
@@ -717,12 +722,8 @@ def _settings_problems(settings: Mapping[str, Any]) -> list[str]:
         if isinstance(settings.get(key), list) and len(settings[key]) != n:
             out.append(f"settings.{key}: not one entry per element")
     for key in ("compatible", "reasons", *MATRICES):
-        m = settings.get(key, [[None] * n] * n)
-        if not (
-            isinstance(m, list)
-            and len(m) == n
-            and all(isinstance(r, list) and len(r) == n for r in m)
-        ):
+        m = settings.get(key)
+        if isinstance(m, list) and not _square(m, n):
             out.append(f"settings.{key}: not a {n} x {n} matrix")
     return out
 
