@@ -236,6 +236,15 @@ def test_the_stacking_matrices_and_frontier_are_recomputed(tmp_path: Path) -> No
     assert problems[1].startswith("settings.pareto: recorded ['ddim-2'")
 
 
+def test_a_stacking_result_without_the_settings_it_enumerates_from_is_named(
+    tmp_path: Path,
+) -> None:
+    data = _committed("stacking")
+    del data["settings"]["variants"]
+    problems, _ = _refused(tmp_path, "stacking", data)
+    assert problems == ["settings.variants: missing or not a list (the study records it)"]
+
+
 @pytest.mark.parametrize(
     ("literal", "says"),
     [
