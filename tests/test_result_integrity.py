@@ -366,6 +366,7 @@ def test_a_sealed_v4_result_passes_the_check_and_the_site(tmp_path: Path) -> Non
     assert I.audit(data).figures >= 20  # rows (7)-(10) and (1)-(3), headline, aims, digest
     path = _write(tmp_path, "feature-caching", data)
     assert I.read_checked(path) == (data, [])
+    assert check_one(get("feature-caching"), tmp_path) == []  # glossary bench --check
     assert "feature-caching" in site.load_results(tmp_path).by_slug
 
 
