@@ -253,16 +253,20 @@ def _copy_repository(tmp_path: Path) -> Path:
 
 
 def _write_results(root: Path) -> list[str]:
-    """A standard result for every technique of the copy, half of them loading the teacher."""
+    """A standard result for every technique of the copy, half of them loading the teacher.
+
+    Each is the technique's committed body (whose figures agree with their recomputation and
+    whose messages are in its catalog), without figure files, with a fresh provenance."""
     code = (
         "import json, sys\n"
         "from reference.registry import TECHNIQUES\n"
         "from reference.harness.provenance import covered_files, file_digests, sha256_file, rel\n"
         "from reference.harness.provenance import REPO_ROOT\n"
-        "template = json.loads(sys.stdin.read())\n"
+        "given = json.loads(sys.stdin.read())\n"
+        "template, bodies = given['template'], given['bodies']\n"
         "teacher = REPO_ROOT / 'reference/zoo/weights/teacher.safetensors'\n"
         "for i, t in enumerate(TECHNIQUES):\n"
-        "    data = dict(template, slug=t.slug, module=t.package)\n"
+        "    data = dict(bodies[t.slug], figures=[])\n"
         "    files = file_digests(covered_files(t))\n"
         "    weights = {rel(teacher): sha256_file(teacher)} if i % 2 == 0 else {}\n"
         "    data['provenance'] = dict(template['provenance'], files=files, weights=weights)\n"
@@ -270,10 +274,14 @@ def _write_results(root: Path) -> list[str]:
     )
     for old in (root / "reference" / "results").iterdir():
         old.unlink()
-    template = result().to_dict()
+    committed = REPO_ROOT / "reference" / "results"
+    bodies = {
+        t.slug: json.loads((committed / f"{t.slug}.json").read_text(encoding="utf-8"))
+        for t in TECHNIQUES
+    }
     subprocess.run(
         [sys.executable, "-c", code],
-        input=json.dumps(template),
+        input=json.dumps({"template": result().to_dict(), "bodies": bodies}),
         text=True,
         check=True,
         cwd=root,

@@ -1,8 +1,11 @@
 """The benchmark results the site publishes, read through the shared result schema.
 
-A result (:mod:`reference.harness.schema`, version 2) is language-neutral: ids and numbers.
-:func:`load_results` validates every ``<slug>.json`` with the same function the harness uses, so
-a file the harness would refuse is never rendered. Only standard results are published: a
+A result (:mod:`reference.harness.schema`, version 3, or version 4 with raw timing rounds and
+a digest) is language-neutral: ids and numbers. :func:`load_results` checks every
+``<slug>.json`` with the same functions as ``glossary bench --check``
+(:mod:`reference.harness.integrity`: finite numbers in range, bounded depth, the schema of its
+version, every derived figure recomputed from the raw values), so a file the check would refuse,
+a hand-edited one among them, is never rendered. Only standard results are published: a
 non-standard or ``--quick`` result is refused unless the build explicitly allows it
 (``GLOSSARY_ALLOW_NONSTANDARD=1``, for tests). The directory defaults to ``reference/results``
 and can be changed with ``GLOSSARY_RESULTS_DIR`` (the site tests use a fixture).
@@ -15,12 +18,12 @@ its own (:mod:`glossary.site.stacking`) instead of a technique chart.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from reference.harness.integrity import audit, parse, schema_problems, value_problems
 
 RESULTS_ENV = "GLOSSARY_RESULTS_DIR"
 ALLOW_ENV = "GLOSSARY_ALLOW_NONSTANDARD"
@@ -59,72 +62,30 @@ def results_dir() -> Path:
     return Path(override).resolve() if override else DEFAULT_RESULTS_DIR
 
 
-MAX_DEPTH = 32
-"""How deeply a result may nest lists and objects (real results nest 5 levels)."""
-MAX_MAGNITUDE = 1e15
-"""The largest absolute value a result may hold: far above any measured figure (timings in ms,
-ratios, distances, counts), far below where formatting overflows or loses its digits."""
-MAX_REPORTED = 3
-"""How many value problems of one file are named (the first ones, in document order)."""
-
-
-def _field(parent: str, key: str | int) -> str:
-    return f"{parent}[{key}]" if isinstance(key, int) else (f"{parent}.{key}" if parent else key)
-
-
-def _value_problem(value: Any) -> str | None:
-    """Why a JSON scalar cannot be published, or ``None``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{value} is not a finite number"
-    if abs(value) > MAX_MAGNITUDE:
-        return f"{float(value):.3g} is out of range (at most {MAX_MAGNITUDE:.0e} in size)"
-    return None
-
-
-def value_problems(data: Any) -> list[str]:
-    """``field: problem`` for the first numbers that are not finite or out of range and for
-    nesting deeper than :data:`MAX_DEPTH`; walks iteratively, so any depth is safe."""
-    problems: list[str] = []
-    stack: list[tuple[str, Any, int]] = [("", data, 0)]
-    while stack and len(problems) < MAX_REPORTED:
-        name, value, depth = stack.pop()
-        if isinstance(value, dict | list):
-            if depth >= MAX_DEPTH:
-                problems.append(f"{name or 'result'}: nested deeper than {MAX_DEPTH} levels")
-                continue
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            children = [(_field(name, k), v, depth + 1) for k, v in items]
-            stack.extend(reversed(children))
-        elif (problem := _value_problem(value)) is not None:
-            problems.append(f"{name or 'result'}: {problem}")
-    return problems
-
-
 def _problems(data: Any, path: Path, allow_nonstandard: bool) -> list[str]:
-    from reference.harness.schema import validate_result
-
+    """What stops ``data`` from being published: its numbers, its schema (by version), its
+    name, whether it is the standard run, then every recomputed figure that differs from the
+    recorded one (:func:`reference.harness.integrity.audit`)."""
     problems = value_problems(data)
     if problems:
         return problems
-    problems = validate_result(data)
+    problems = schema_problems(data)
     if problems:
         return problems
     if data["slug"] != path.stem:
         problems.append(f"slug: {data['slug']!r} does not match the file name")
     if not allow_nonstandard and (not data["standard"] or data["quick"]):
         problems.append("not a standard run (quick or options changed); rerun glossary bench")
-    return problems
+    return problems or audit(data).problems
 
 
 def read_result(path: Path) -> Any:
     """The JSON of ``path``; :class:`SiteGenError` naming the file if it cannot be read (also
-    for nesting too deep for the parser and integers too long to convert)."""
+    for nesting deeper than 32 levels, measured before the parser recurses, and integers too
+    long to convert). ``NaN`` and ``Infinity`` are kept as markers that :func:`value_problems`
+    names with their field (:func:`reference.harness.integrity.parse`)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except RecursionError:
-        raise SiteGenError(f"{path}: cannot read result: nested too deeply") from None
+        return parse(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
         raise SiteGenError(f"{path}: cannot read result: {reason}") from None

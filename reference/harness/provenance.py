@@ -16,7 +16,9 @@ start and end, the commit and whether any recorded file had uncommitted changes.
 
 `check_results` (``glossary bench --check``) recomputes the digest of every recorded file and
 names the result and the file when one changed or is gone, when a weight file changed, or when a
-result is missing, not the standard run, recorded from a dirty tree or invalid.
+result is missing, not the standard run, recorded from a dirty tree or invalid, or when a figure
+it records differs from its recomputation from the result's raw values
+(`reference.harness.integrity`).
 
 Pitfalls:
 
@@ -239,19 +241,24 @@ def provenance(
 
 
 def check_one(technique: Technique, results_dir: Path) -> list[str]:
-    """Problems of one committed result, one line each, naming the result and the file."""
-    from .results import read_result
+    """Problems of one committed result, one line each, naming the result and the file.
+
+    The file is read by `reference.harness.integrity.read_checked`: finite numbers, bounded
+    depth, the schema of its version, then every derived figure recomputed from its raw values
+    (and its digest, from schema 4). A result that can be read at all is then checked for
+    staleness too.
+    """
+    from .integrity import read_checked
 
     path = results_dir / f"{technique.slug}.json"
     shown = _display(path)
     rerun = f"rerun: glossary bench {technique.slug}"
     if not path.is_file():
         return [f"{shown}: missing; {rerun}"]
-    try:
-        data = read_result(path)
-    except ValueError as exc:
-        return [f"{exc}; {rerun}"]
-    out = []
+    data, problems = read_checked(path, shown)
+    out = [f"{line}; {rerun}" for line in problems]
+    if data is None:
+        return out
     if data["slug"] != technique.slug or data["module"] != technique.package:
         out.append(f"{shown}: is for {data['slug']} ({data['module']}), not {technique.slug}")
     if not data["standard"] or data["quick"]:

@@ -47,7 +47,9 @@ def check_stacking(results_dir: Path | None = None) -> list[str]:
     """Problems of the committed ``stacking.json``, one line each (empty: it still holds).
 
     `check_one` compares every file the result recorded, so the study's longer list
-    (`stack_files`, written by `amend`) is checked like a technique's.
+    (`stack_files`, written by `amend`) is checked like a technique's, and it recomputes the
+    study's derived figures (`reference.harness.integrity`: the configurations its settings
+    enumerate, its matrices, frontier, headline and aims).
     """
     directory = Path(results_dir) if results_dir is not None else RESULTS_DIR
     return check_one(STACKING, directory)
