@@ -194,12 +194,15 @@ def test_the_compile_backend_is_checked_late_and_against_torch(
     assert asked == [()] and fake.CALLS == []  # every backend, debug ones included
 
 
-def test_the_seed_bound_is_numpys_generator_range() -> None:
+def test_the_seed_bound_is_every_generators_range() -> None:
     import numpy as np
+    import torch
 
-    np.random.RandomState(entry.SEED_MAX)  # the largest seed numpy accepts, (1)
+    np.random.RandomState(entry.SEED_MAX)  # the largest seed numpy's legacy generator takes, (1)
     with pytest.raises(ValueError):
         np.random.RandomState(entry.SEED_MAX + 1)
+    np.random.default_rng(entry.SEED_MAX)
+    assert torch.Generator().manual_seed(entry.SEED_MAX).initial_seed() == entry.SEED_MAX
 
 
 def test_help_prints_the_whole_help(fake: ModuleType) -> None:

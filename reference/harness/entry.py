@@ -238,7 +238,9 @@ def integers(
 
 def seeds(name: str = "seeds", *, min_count: int = 2) -> Option:
     """Distinct seeds within every generator's range (1); two at least, for an interval."""
-    return integers(name, low=0, high=SEED_MAX, min_count=min_count, metavar="SEED,SEED,...")
+    return integers(  # (1)
+        name, low=0, high=SEED_MAX, min_count=min_count, metavar="SEED,SEED,..."
+    )
 
 
 def _finite(text: str, low: float, high: float) -> float:
@@ -543,7 +545,7 @@ def remove_stale_staging(out: Path) -> list[Path]:
 def staging_folder(out: Path) -> Iterator[Path]:
     """A fresh staging folder (3) in ``out``, removed on leaving however the block ends."""
     remove_stale_staging(out)
-    path = Path(tempfile.mkdtemp(prefix=f".staging-{os.getpid()}-", dir=out))
+    path = Path(tempfile.mkdtemp(prefix=f".staging-{os.getpid()}-", dir=out))  # (3)
     try:
         yield path
     finally:
