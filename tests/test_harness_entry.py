@@ -293,6 +293,33 @@ def test_an_installed_package_writes_where_its_user_is(
     assert (tmp_path / "artifacts" / ".bench.lock").read_text() == str(os.getpid())
 
 
+def test_a_timed_run_waits_for_an_idle_machine_under_the_lock(
+    fake: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waited: list[float] = []
+    monkeypatch.setattr(cli, "LOCK_PATH", tmp_path / "lock" / ".bench.lock")
+    monkeypatch.setattr(cli, "wait_until_idle", lambda limit: waited.append(limit) or 0.0)
+    monkeypatch.setenv(cli.MAX_LOAD_ENV, "1.5")
+    busy = {"load_end": [9.0, 0.0, 0.0]}  # another job competed: more than 1.5 + 2 threads
+    monkeypatch.setattr(entry, "recording_for", lambda p: contextlib.nullcontext(busy))
+    out = tmp_path / "out"
+    code, _, err = run("--bench", "--seeds", "3,4", "--out", str(out))
+    assert code == 1 and "BusyMachine: the load average rose to 9.00" in one_error(err)
+    assert waited == [1.5] and list(out.iterdir()) == []  # nothing written, no staging
+    assert (tmp_path / "lock" / ".bench.lock").read_text() == str(os.getpid())
+
+
+def test_the_recorded_command_reproduces_the_run(fake: ModuleType, tmp_path: Path) -> None:
+    target = entry.Target("fake-tech", "entry_fake", None)
+    p = entry.plan(
+        target, fake, run_bench=True, quick=True, threads=1, out=tmp_path,
+        overrides={"seeds": (4, 5), "threshold": 0.5},
+    )  # fmt: skip
+    assert p.options == {"seeds": (4, 5)}  # the default threshold is no option
+    assert entry.command_of(p) == "python -m entry_fake --bench --quick --threads 1 --seeds 4,5"
+    assert (p.standard, p.lock, p.out) == (False, None, tmp_path)
+
+
 # --- interruptions and pipes, in a fresh interpreter ------------------------------------------
 
 
