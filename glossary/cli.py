@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -886,6 +887,24 @@ def _runner_flags(args: argparse.Namespace) -> list[str]:
 
 
 def _run_ported(plans: list[Any], show_traceback: bool) -> int:
+    """Run checked plans of ported benchmarks; SIGINT and SIGTERM unwind them (no staging
+    folder is left), then end the command like a Ctrl-C (130) or with 143."""
+    from reference.harness import entry
+
+    previous = entry.install_signals()
+    try:
+        return _run_plans(plans, show_traceback)
+    except entry.Interrupted as exc:
+        if exc.signum == signal.SIGINT:
+            raise KeyboardInterrupt from None
+        print("glossary bench: terminated", file=sys.stderr)
+        return 128 + exc.signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+def _run_plans(plans: list[Any], show_traceback: bool) -> int:
     """Run checked plans of ported benchmarks; print the runner's table; 1 if any failed."""
     import time
     import traceback

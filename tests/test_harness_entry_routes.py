@@ -7,7 +7,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -143,3 +146,34 @@ def test_contract_version_reads_the_bench_without_importing_it(
     monkeypatch.setattr(registry, "REFERENCE_DIR", tmp_path)
     assert entry.contract_version("feature-caching") == 2
     assert entry.contract_version("pruning") == 1  # no bench.py there
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [
+        (signal.SIGINT, 130, "glossary: interrupted\n"),
+        (signal.SIGTERM, 143, "glossary bench: terminated\n"),
+    ],
+)
+def test_a_signal_during_glossary_bench_unwinds_the_ported_run(
+    capsys: pytest.CaptureFixture[str],
+    routes: dict[str, list[Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    signum: int,
+    code: int,
+    said: str,
+) -> None:
+    unwound: list[bool] = []
+
+    def interrupted_run(p: Any) -> None:
+        try:
+            os.kill(os.getpid(), signum)
+            for _ in range(500):  # the handler runs at the next bytecode boundary
+                time.sleep(0.01)
+        finally:
+            unwound.append(True)  # where the staging folder is removed
+
+    monkeypatch.setattr(entry, "run_bench", interrupted_run)
+    before = signal.getsignal(signum)
+    assert run(capsys, "bench", "pruning") == (code, "", said)
+    assert unwound == [True] and signal.getsignal(signum) == before

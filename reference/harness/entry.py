@@ -143,11 +143,15 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def install_signals() -> dict[int, object]:
-    """Turn SIGINT and SIGTERM into `Interrupted`; return the previous handlers."""
+    """Turn SIGINT and SIGTERM into `Interrupted`; return the previous handlers (none outside
+    the main thread, where Python lets no handler be installed)."""
     _HIT.clear()
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        previous[signum] = signal.signal(signum, _on_signal)
+    previous: dict[int, object] = {}
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, _on_signal)
+    except ValueError:  # not the main thread
+        pass
     return previous
 
 
