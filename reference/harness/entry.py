@@ -25,11 +25,11 @@ The idea
 Work happens in three phases, and nothing of a later phase starts before the earlier one passed:
 
 1. **Cheap checks** (no torch): the flags (unknown ones refused, no prefix abbreviation), every
-   option value against its declared bounds (2), ``--threads`` within the machine (3), ``--out``
-   outside the package, ``Config.validate()``.
+   option value against its declared bounds (seeds: (1)), ``--threads`` within the machine
+   (2), ``--out`` outside the package, ``Config.validate()``.
 2. **Late checks**: checks that need a heavy import (a compile backend is one of
    ``torch._dynamo.list_backends()``), run only once every cheap check passed.
-3. **The run**: the lock, the idle gate, ``measure`` into a staging folder (1), the result
+3. **The run**: the lock, the idle gate, ``measure`` into a staging folder (3), the result
    assembled (`assemble`), `finish`-ed, validated, written atomically, and only then the
    figures moved next to it.
 
