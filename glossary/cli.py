@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -830,7 +831,7 @@ def cmd_bench(rest: list[str]) -> int:
     them when nothing is named, else what is named."""
     check_bench(rest)
     try:
-        from reference.harness.runner import main as bench_main
+        import reference.harness.runner  # noqa: F401 (is the harness installed?)
     except ImportError as exc:
         raise CliError(
             _("the benchmark harness is not available (%(error)s)") % {"error": exc}, 2
@@ -842,11 +843,95 @@ def cmd_bench(rest: list[str]) -> int:
         if every or study in named:
             code = max(code, _bench_study(study, rest))
     if others or every:
-        code = max(code, exit_code(bench_main(kept)))
+        code = max(code, bench_techniques(kept))
     for study in LAST_STUDIES:
         if every or study in named:
             code = max(code, _bench_study(study, rest))
     return code
+
+
+def bench_techniques(kept: list[str]) -> int:
+    """The techniques of ``glossary bench``: a technique whose ``bench.py`` declares
+    ``CONTRACT = 2`` runs through `reference.harness.entry`, every other one through the
+    runner of `reference.harness.runner`, as before. Every plan is checked before anything
+    runs; each group prints the runner's table."""
+    from reference.harness import entry
+    from reference.harness.runner import main as bench_main
+    from reference.registry import slugs
+
+    args = bench_parser().parse_args(kept)
+    chosen = list(args.techniques) or slugs()
+    ported = [s for s in chosen if entry.contract_version(s) == entry.CONTRACT]
+    if args.check or not ported:
+        return exit_code(bench_main(kept))
+    try:
+        plans = [
+            entry.prepare_standard(s, quick=args.quick, threads=args.threads, out=args.out)
+            for s in ported
+        ]
+    except entry.UsageError as exc:
+        raise CliError(str(exc), 2) from None
+    code = 0
+    others = [s for s in chosen if s not in ported]
+    if others:
+        code = exit_code(bench_main([*others, *_runner_flags(args)]))
+    return max(code, _run_ported(plans, args.traceback))
+
+
+def _runner_flags(args: argparse.Namespace) -> list[str]:
+    """The flags of ``glossary bench`` that the runner takes, rebuilt from the checked ones."""
+    flags = ["--quick"] if args.quick else []
+    flags += ["--threads", str(args.threads)] if args.threads is not None else []
+    flags += ["--out", str(args.out)] if args.out is not None else []
+    return flags + (["--traceback"] if args.traceback else [])
+
+
+def _run_ported(plans: list[Any], show_traceback: bool) -> int:
+    """Run checked plans of ported benchmarks; SIGINT and SIGTERM unwind them (no staging
+    folder is left), then end the command like a Ctrl-C (130) or with 143."""
+    from reference.harness import entry
+
+    previous = entry.install_signals()
+    try:
+        return _run_plans(plans, show_traceback)
+    except entry.Interrupted as exc:
+        if exc.signum == signal.SIGINT:
+            raise KeyboardInterrupt from None
+        print("glossary bench: terminated", file=sys.stderr)
+        return 128 + exc.signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+def _run_plans(plans: list[Any], show_traceback: bool) -> int:
+    """Run checked plans of ported benchmarks; print the runner's table; 1 if any failed."""
+    import time
+    import traceback
+
+    from reference.harness import entry
+    from reference.harness.runner import summary_line
+
+    lines, failures = [], 0
+    for p in plans:
+        start = time.perf_counter()
+        try:
+            result, path = entry.run_bench(p)
+        except Exception as exc:
+            failures += 1
+            if show_traceback:
+                traceback.print_exc()
+            first = one_line((str(exc).strip().splitlines() or [""])[0])
+            slug = p.target.slug
+            print(f"glossary bench: {slug} failed: {type(exc).__name__}: {first}", file=sys.stderr)
+            continue
+        elapsed = time.perf_counter() - start
+        lines.append(f"{summary_line(result)}  {elapsed:6.1f} s  {one_line(str(path))}")
+    if lines:
+        print(f"{'technique':30} {'speedup / limit':>20} {'quality':>8} {'aims':>8}")
+        print("\n".join(lines))
+        print("aims: met/missed/inconclusive; (!) a speedup above its analytic bound")
+    return 1 if failures else 0
 
 
 def exit_code(code: object) -> int:
