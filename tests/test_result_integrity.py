@@ -36,6 +36,7 @@ FIGURES = {
     "low-rank-inference": 79,
     "mixture-of-experts": 49,
     "pruning": 114,
+    "realshape": 39,
     "scheduler-tradeoff": 75,
     "stacking": 1379,
     "stochastic-reparameterization": 45,
@@ -66,7 +67,7 @@ def _one_line_each(lines: list[str]) -> None:
 
 
 def test_every_result_is_counted() -> None:
-    assert sorted(FIGURES) == COMMITTED  # 15 techniques, stacking and the baseline sanity study
+    assert sorted(FIGURES) == COMMITTED  # 15 techniques and the three studies
 
 
 @pytest.mark.parametrize("slug", COMMITTED)
@@ -226,6 +227,21 @@ def test_a_deleted_stacking_row_is_named(tmp_path: Path, row: str) -> None:
     data["aims"] = [a for a in data["aims"] if row not in (a["row"], a["against"])]
     problems, _ = _refused(tmp_path, "stacking", data)
     assert problems[0] == f"rows: recorded 66 configurations, recomputed 67 (missing {row!r})"
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        ("speedup", "rows[sd15.deepcache].values.speedup: recorded 9.99"),
+        ("baseline_ms", "rows[sd15.deepcache].values.speedup: recorded 2.13"),
+    ],
+)
+def test_a_hand_edit_of_the_real_shape_study_is_named(field: str, expected: str) -> None:
+    data = _committed("realshape")
+    row = next(r for r in data["rows"] if r["id"] == "sd15.deepcache")
+    row["values"][field] = 9.99 if field == "speedup" else 2 * row["values"][field]
+    problems = I.audit(data).problems
+    assert problems and problems[0].startswith(expected)
 
 
 def test_the_stacking_matrices_and_frontier_are_recomputed() -> None:

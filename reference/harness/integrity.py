@@ -94,6 +94,9 @@ What is checked
   interaction matrices, its single speedups, element slugs and levels, the Pareto frontier, the
   headline row and limit, each row's FDD ratio, interaction factor, control and control latency
   ratio agree with its rows;
+* the real-shape study (``realshape.json``): each technique row's speedup, FLOP estimate and
+  efficiency follow from its medians and GFLOPs, and each baseline row's latency is the median
+  of its model's baseline medians (`_check_realshape`);
 * schema 4: the digest (11).
 
 What is not covered, and why
@@ -877,7 +880,36 @@ def _check_stacking(data: Mapping[str, Any], audit: Audit) -> None:
 
 # --- the checks ------------------------------------------------------------------------------
 
-STUDY_CHECKS = {"stacking": _check_stacking}
+# --- the real-shape study --------------------------------------------------------------------
+
+
+def _check_realshape(data: Mapping[str, Any], audit: Audit) -> None:
+    """Each technique row's speedup is the ratio of its two medians (``baseline_ms`` /
+    ``latency_ms``, `reference.realshape.bench` (1)), its FLOP estimate the ratio of its
+    model's baseline GFLOPs to its own (2), its efficiency their quotient (3); each baseline
+    row's latency is the median of the baseline medians of its model's comparisons."""
+    import statistics
+
+    rows = data["rows"]
+    base = {r["config"]["model"]: r for r in rows if r["config"]["method"] == "baseline"}
+    for r in rows:
+        v, model, where = r["values"], r["config"]["model"], f"rows[{r['id']}].values"
+        if r["config"]["method"] == "baseline":
+            medians = [
+                x["values"]["baseline_ms"]
+                for x in rows
+                if x["config"]["model"] == model and x["config"]["method"] != "baseline"
+            ]
+            audit.agree(f"{where}.latency_ms", v["latency_ms"], statistics.median(medians))
+            continue
+        speedup = v["baseline_ms"] / v["latency_ms"]  # (1)
+        audit.agree(f"{where}.speedup", v["speedup"], speedup)
+        estimate = base[model]["values"]["gflops"] / v["gflops"]  # (2)
+        audit.agree(f"{where}.flop_speedup", v["flop_speedup"], estimate)
+        audit.agree(f"{where}.efficiency", v["efficiency"], speedup / estimate)  # (3)
+
+
+STUDY_CHECKS = {"stacking": _check_stacking, "realshape": _check_realshape}
 """Checks of a study's own derived figures, by result slug."""
 
 
