@@ -113,6 +113,8 @@ def test_the_real_row_uses_no_digit_the_classifier_was_trained_on() -> None:
     row = S.real_row(S.MAX_REAL_N, draws=5)
     assert (row.reference_size, row.real_size) == (150, 150)
     assert row.fdd_range[0] <= row.fdd <= row.fdd_range[1]
+    as_row = row.as_row("fdd_heldout", "kid_heldout")
+    assert (as_row.id, as_row.role, as_row.values["kid_heldout"]) == ("real", "reference", row.kid)
     with pytest.raises(ValueError, match="real_row"):
         S.real_row(S.MAX_REAL_N + 1)
 

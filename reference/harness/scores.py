@@ -130,6 +130,7 @@ import torch
 from reference.data import NUM_CLASSES, SPLIT_SEED, TEST_SIZE, load_digits_tensors
 
 from .quality import FeatureStats, balanced_subset, classifier_features, frechet_distance
+from .results import Row
 
 HELD_OUT_SEED = 0
 """Seed of the stratified split of the held-out digits into reference and real halves."""
@@ -335,6 +336,22 @@ class RealRow:
     kid_range: tuple[float, float]
     reference_size: int
     real_size: int
+
+    def as_row(self, fdd_metric: str, kid_metric: str) -> Row:
+        """The ``reference`` row ``real`` of a result, under the result's metric ids (the
+        interval is the central range over draws: the spread of real data)."""
+        return Row(
+            "real",
+            {
+                "method": "real-digits",
+                "n": self.n,
+                "draws": self.draws,
+                "reference_size": self.reference_size,
+            },
+            "reference",
+            {fdd_metric: self.fdd, kid_metric: self.kid},
+            intervals={fdd_metric: self.fdd_range, kid_metric: self.kid_range},
+        )
 
 
 MAX_REAL_N = 148
