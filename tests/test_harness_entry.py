@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reference.harness import cli, entry
+from reference.harness import cli, entry, integrity
 from reference.registry import REFERENCE_DIR
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -44,6 +44,9 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     monkeypatch.setattr(entry, "recording_for", lambda p: _recording())
     monkeypatch.setattr(entry, "provenance_for", lambda p, record: {"fake": True})
     monkeypatch.setattr(entry, "installed", lambda: False)
+    # the fake's body and provenance are not schema-valid: the integrity check is tested on a
+    # real body in test_result_integrity, and its wiring here in test_the_written_result_*
+    monkeypatch.setattr(integrity, "check_result", lambda data, shown: [])
     import entry_fake.bench as bench
 
     yield bench
@@ -226,8 +229,6 @@ def test_an_unregistered_package_is_one_line(
 def test_a_run_writes_the_result_then_its_figures_and_no_staging(
     fake: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    finished: list[str] = []
-    monkeypatch.setattr(entry, "finish", lambda r: finished.append(r["slug"]) or {**r, "d": 1})
     code, out, err = run("--bench", "--quick", "--out", str(tmp_path), "--seeds", "4,5")
     assert (code, err) == (0, ""), err
     result = json.loads((tmp_path / "fake-tech.json").read_text())
@@ -239,10 +240,26 @@ def test_a_run_writes_the_result_then_its_figures_and_no_staging(
         True,
         {"seeds": [4, 5]},
     )
-    assert result["provenance"] == {"fake": True} and result["d"] == 1 and finished == ["fake-tech"]
+    assert result["provenance"] == {"fake": True} and list(result)[-1] == "digest"
+    assert result["digest"] == integrity.digest(result)  # sealed by `finish`
     assert (tmp_path / "fake-tech-fig.png").read_bytes() == b"not really a png"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fake-tech-fig.png", "fake-tech.json"]
     assert fake.CALLS[0][1].seeds == (4, 5) and "fake-tech.json" in out
+
+
+def test_the_written_result_must_pass_the_integrity_check(
+    fake: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.undo()  # the real integrity check, with the fake's steps faked again below
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    monkeypatch.setattr(entry, "target_of", lambda p: entry.Target("fake-tech", p, None))
+    monkeypatch.setattr(entry, "set_threads", lambda n: None)
+    monkeypatch.setattr(entry, "recording_for", lambda p: _recording())
+    monkeypatch.setattr(entry, "provenance_for", lambda p, record: {"fake": True})
+    monkeypatch.setattr(entry, "installed", lambda: False)
+    code, _, err = run("--bench", "--quick", "--out", str(tmp_path))
+    assert code == 1 and "is not valid under any of the given schemas" in one_error(err)
+    assert list(tmp_path.iterdir()) == []  # nothing written, no staging left
 
 
 def test_a_failure_is_one_line_and_leaves_the_previous_result(

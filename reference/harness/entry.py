@@ -619,9 +619,15 @@ def _default_threads() -> int:
 
 
 def finish(result: dict[str, Any]) -> dict[str, Any]:
-    """The last step before a result is validated and written (the digest of its body will be
-    added here); the identity for now."""
-    return result
+    """The last step before a result is validated and written: the digest of the whole result
+    (`reference.harness.integrity.seal`), so that a hand edit of any value is named by
+    ``glossary bench --check``."""
+    from reference.harness.integrity import seal
+
+    try:
+        return seal(result)
+    except (TypeError, ValueError) as exc:  # the canonical form refuses NaN and non-JSON values
+        raise ValueError(f"{result.get('slug')}: the result is not finite JSON: {exc}") from None
 
 
 def _plain(value: Any) -> Any:
@@ -663,6 +669,11 @@ def check_result(slug: str, result: dict[str, Any], staging: Path) -> str:
             raise ValueError(f"{slug}: figure {name!r} is not a plain file name")
         if not (staging / name).is_file():
             raise ValueError(f"{slug}: figure {name} was not written")
+    from reference.harness.integrity import check_result as problems_of
+
+    problems = problems_of(json.loads(text), slug)
+    if problems:  # the schema, or a derived figure that its raw values do not give
+        raise ValueError(problems[0])
     return text
 
 
