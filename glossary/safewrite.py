@@ -52,7 +52,8 @@ def _umask() -> int:
     return mask
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -73,7 +74,7 @@ def remove_stale_temps(target: Path) -> list[Path]:
     with contextlib.suppress(OSError):
         for path in target.parent.iterdir():
             match = pattern.match(path.name)
-            if match and not _pid_alive(int(match.group(1))):
+            if match and not pid_alive(int(match.group(1))):
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed

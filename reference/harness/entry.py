@@ -524,14 +524,11 @@ def plan(
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (one of another user counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether process ``pid`` exists (`glossary.safewrite.pid_alive`, the safe writer's rule
+    for its own temporary files)."""
+    from glossary.safewrite import pid_alive as alive
+
+    return alive(pid)
 
 
 def remove_stale_staging(out: Path) -> list[Path]:
