@@ -91,10 +91,15 @@
     return folded;
   }
 
+  /* The letters that may fold: not ASCII, and not the basic Cyrillic block А-я (U+0410-U+044F),
+     none of which decomposes but й and Й, which are kept; so a Russian text, nearly all of it
+     in that block, is not looked at letter by letter. */
+  var FOLDABLE = /[^\x00-\x7f\u0410-\u044f]/g;
+
   /* Russian writes the loanword "cache" both ways, кэш and кеш: one spelling for search. */
   function fold(text) {
     return String(text)
-      .replace(/[^\x00-\x7f]/g, foldChar)
+      .replace(FOLDABLE, foldChar)
       .replace(/([кК])([эЭ])([шШ])/g, function (_, k, e, sh) {
         return k + (e === "\u044d" ? "\u0435" : "\u0415") + sh;
       });
