@@ -192,12 +192,18 @@ def label_cells(table: str) -> str:
 
 @event_priority(-100)  # last: after mkdocs-static-i18n has built and indexed every language
 def on_post_build(config: MkDocsConfig) -> None:
-    """Log the size of the search index a reader downloads (see :mod:`glossary.site.search`:
-    the index is shipped as the pages read, and folded in the reader's browser)."""
-    from glossary.site.search import compact_index, index_report
+    """Write the search index compact and once more per language, and log their sizes (see
+    :mod:`glossary.site.search`: the index is shipped as the pages read, folded in the reader's
+    browser, and a page fetches its own language's file first)."""
+    from glossary.i18n import DEFAULT_LANG
+    from glossary.site.search import compact_index, index_report, split_index
 
-    path = Path(config.site_dir) / "search" / "search_index.json"
+    site_dir = Path(config.site_dir)
+    path = site_dir / "search" / "search_index.json"
     if path.is_file():
         compact_index(path)
-        report = index_report(Path(config.site_dir))
+        report = index_report(site_dir)
         log.info("glossary search: %d documents, %d bytes", report.documents, report.size)
+        parts = split_index(site_dir, LANGS, DEFAULT_LANG)
+        sizes = ", ".join(f"{lang} {file.stat().st_size}" for lang, file in sorted(parts.items()))
+        log.info("glossary search, one file per language: %s bytes", sizes)

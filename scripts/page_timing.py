@@ -56,26 +56,35 @@ QUERIES = (
 TYPING = {"ready": 0.150, "cold": 0.030}  # seconds between two keys
 PAGES = ("es/terms/feature-caching/", "es/terms/latent-diffusion/", "ru/terms/feature-caching/")
 INDEX = "search/search_index.json"
+INDEX_FILES = "search/search_index"  # the whole index or a language's own file
 TIMEOUT_MS = 60_000
 
-# Added before the page's scripts: every keystroke's time, and for each search worker the
-# queries it was sent and its answers, so the list on the screen is matched to its query.
-_WATCH = """(() => {
+# Added before the page's scripts: every keystroke's time, when each search worker was created,
+# was sent its documents and became ready, and for each worker the queries it was sent and its
+# answers, so the list on the screen is matched to its query (scripts/search_latency.py uses it
+# too).
+WATCH = """(() => {
   const Native = window.Worker;
-  const log = {keys: [], workers: 0, ready: 0, answered: null, shown: {}};
+  const log = {keys: [], workers: 0, ready: 0, readyAt: [], createdAt: [], setupAt: [],
+               answered: null, shown: {}};
   window.__timing = log;
   document.addEventListener("keydown", () => log.keys.push(performance.now()), true);
   window.Worker = function (url, options) {
     const worker = new Native(url, options);
     const sent = [];
     log.workers += 1;
+    log.createdAt.push(performance.now());
     const post = worker.postMessage.bind(worker);
     worker.postMessage = (message, transfer) => {
+      if (message && message.type === 0) log.setupAt.push(performance.now());
       if (message && message.type === 2) sent.push(message.data);
       return transfer === undefined ? post(message) : post(message, transfer);
     };
     worker.addEventListener("message", event => {
-      if (event.data && event.data.type === 1) log.ready += 1;
+      if (event.data && event.data.type === 1) {
+        log.ready += 1;
+        log.readyAt.push(performance.now());
+      }
       if (event.data && event.data.type === 3) log.answered = sent.shift();
     });
     return worker;
@@ -93,7 +102,7 @@ _WATCH = """(() => {
 })();"""
 
 
-def _type(page: Any, text: str, pause: float) -> None:
+def type_keys(page: Any, text: str, pause: float) -> None:
     """Key events as a Spanish or Russian keyboard sends them (Playwright's own keyboard knows
     only the US layout), ``pause`` seconds apart."""
     cdp = page.context.new_cdp_session(page)
@@ -114,9 +123,9 @@ def first_result_ms(
     try:
         context.add_init_script("sessionStorage.setItem('glossary-seen', '1')")
         page = context.new_page()
-        page.add_init_script(_WATCH)
+        page.add_init_script(WATCH)
         if way == "cold":
-            with page.expect_response(lambda response: response.url.endswith(INDEX)) as index:
+            with page.expect_response(lambda response: INDEX_FILES in response.url) as index:
                 page.goto(start)
             index.value.finished()
         else:
@@ -125,7 +134,7 @@ def first_result_ms(
                 "() => __timing.ready > 0 && __timing.ready === __timing.workers"
             )
         page.locator("input.md-search__input").focus()
-        _type(page, query, TYPING[way])
+        type_keys(page, query, TYPING[way])
         folded = fold_text(query)
         page.wait_for_function("query => query in __timing.shown", arg=folded)
         shown, keys = page.evaluate("query => [__timing.shown[query], __timing.keys]", folded)
@@ -147,13 +156,13 @@ def page_figures(browser: Any, base: str, path: str) -> dict[str, float]:
             """index => {
               const nav = performance.getEntriesByType("navigation")[0];
               const loaded = performance.getEntriesByType("resource")
-                .filter(entry => !entry.name.endsWith(index))
+                .filter(entry => !entry.name.includes(index))
                 .reduce((sum, entry) => sum + entry.decodedBodySize, nav.decodedBodySize);
               return {html: nav.decodedBodySize, loaded: loaded,
                       elements: document.getElementsByTagName("*").length,
                       dcl: nav.domContentLoadedEventEnd - nav.startTime};
             }""",
-            INDEX,
+            INDEX_FILES,
         )
     finally:
         context.close()

@@ -5,6 +5,7 @@ Usage::
     .venv/bin/python scripts/screenshots.py             # build the site, shoot, write the PNGs
     .venv/bin/python scripts/screenshots.py --site site # shoot an existing build instead
     .venv/bin/python scripts/screenshots.py --only guide # only the shots whose name starts so
+    .venv/bin/python scripts/screenshots.py --site site --only feature-caching  # a technique page
 
 Builds the site from the repository (``mkdocs build --strict`` into a temporary folder, the
 committed results), serves it on 127.0.0.1 and takes each shot of :data:`SHOTS` at its window
@@ -50,6 +51,10 @@ class Shot:
 
 
 SHOTS = (
+    Shot("feature-caching-top-es-1366", "es", "es/terms/feature-caching/", DESKTOP),
+    Shot("feature-caching-top-es-390", "es", "es/terms/feature-caching/", PHONE),
+    Shot("feature-caching-top-ru-1366", "ru", "ru/terms/feature-caching/", DESKTOP),
+    Shot("feature-caching-top-ru-390", "ru", "ru/terms/feature-caching/", PHONE),
     Shot("feature-caching-es-1366", "es", "es/terms/feature-caching/#benchmark", DESKTOP),
     Shot("feature-caching-es-390", "es", "es/terms/feature-caching/#benchmark", PHONE),
     Shot("feature-caching-ru-1366", "ru", "ru/terms/feature-caching/#benchmark", DESKTOP),

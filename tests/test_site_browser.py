@@ -124,6 +124,44 @@ def test_spanish_search_for_poda_finds_pruning(page: Any) -> None:
     assert "/es/terms/pruning/" in _search(page, "es/", "poda")
 
 
+# Test-only record of every search index file the page requests (Material's request for the
+# whole index, which glossary-search.js redirects, and the stand-in's own fetches), with how
+# many search workers were ready when it was asked for.
+_INDEX_REQUESTS = """(() => {
+  window.__indexFiles = [];
+  const note = url => {
+    const name = new URL(String(url), location.href).pathname.split("/").pop();
+    if (name.startsWith("search_index")) window.__indexFiles.push([name, window.__ready || 0]);
+  };
+  const open = XMLHttpRequest.prototype.open;
+  XMLHttpRequest.prototype.open = function (method, url) {
+    note(url);
+    return open.apply(this, arguments);
+  };
+  const fetchNative = window.fetch;
+  window.fetch = function (input) {
+    note(input instanceof Request ? input.url : input);
+    return fetchNative.apply(this, arguments);
+  };
+})();"""
+
+
+def test_a_page_loads_its_language_index_first_and_the_others_once_search_is_ready(
+    page: Any,
+) -> None:
+    """A first visit downloads and builds only the page's language's index before search
+    answers (a third of the whole index); the other languages' files come once search is
+    ready, and the query finds its page and the other languages' pages too."""
+    page.add_init_script(_INDEX_REQUESTS)
+    results = _search_results(page, "es/", "deepcache")
+    files = page.evaluate("() => window.__indexFiles")
+    assert files[0] == ["search_index.es.json", 0], files
+    assert sorted(name for name, _ in files[1:]) == ["search_index.en.json", "search_index.ru.json"]
+    assert all(ready >= 1 for _, ready in files[1:]), files  # asked for once search was ready
+    paths = [path for path, _, _ in results]
+    assert "/es/terms/feature-caching/" in paths and "/ru/terms/feature-caching/" in paths
+
+
 def test_russian_search_for_caching_finds_feature_caching(page: Any) -> None:
     assert "/ru/terms/feature-caching/" in _search(page, "ru/", "кэширование")
 

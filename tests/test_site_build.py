@@ -133,6 +133,30 @@ def test_search_index_is_small_and_holds_the_pages_as_they_read(built: BuiltSite
     assert {"destilacion", "aceleracion", "caracteristicas"} <= folded_only
 
 
+def test_each_language_has_a_search_index_of_its_own(built: BuiltSite) -> None:
+    """The file a page's browser loads first (glossary-search.js) holds that language's documents
+    alone, in the whole index's order and with its config; the three files hold it whole."""
+    from glossary.i18n import DEFAULT_LANG
+    from glossary.site.search import index_report, language_file, language_of
+
+    report = index_report(built.site)
+    whole = json.loads(report.path.read_text("utf-8"))
+    total = 0
+    for lang in LANGS:
+        part = json.loads(language_file(built.site, lang).read_text("utf-8"))
+        locations = [doc["location"] for doc in part["docs"]]
+        expected = [
+            doc["location"]
+            for doc in whole["docs"]
+            if language_of(doc["location"], LANGS, DEFAULT_LANG) == lang
+        ]
+        assert part["config"] == whole["config"] and locations == expected, lang
+        assert f"{site_support.LANG_PREFIX[lang]}terms/pruning/" in locations
+        assert language_file(built.site, lang).stat().st_size < report.size / 2, lang
+        total += len(locations)
+    assert total == report.documents
+
+
 def test_search_finds_each_definition_with_its_accuracy_note(
     built: BuiltSite, glossary: Glossary
 ) -> None:

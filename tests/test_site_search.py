@@ -1,5 +1,5 @@
 """Accent-blind search: the fold the reader's browser applies (glossary.site.search), the
-compact index file and what the index holds."""
+compact index file, what the index holds and its one file per language."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from glossary.normalize import normalize
-from glossary.site.search import compact_index, fold_char, fold_text, index_report
+from glossary.site.search import (
+    compact_index,
+    fold_char,
+    fold_text,
+    index_report,
+    language_file,
+    language_of,
+    split_index,
+)
 
 
 @pytest.mark.parametrize(
@@ -52,3 +60,43 @@ def test_compact_index_keeps_the_data_and_drops_escapes(tmp_path: Path) -> None:
     assert not compact_index(index)  # already compact
     report = index_report(tmp_path)
     assert (report.documents, report.locations) == (1, frozenset({"ru/"}))
+
+
+@pytest.mark.parametrize(
+    ("location", "lang"),
+    [
+        ("es/terms/poda/#definition", "es"),
+        ("ru/", "ru"),
+        ("terms/pruning/", "en"),  # the default language lives at the root
+        ("", "en"),
+        ("en/terms/pruning/", "en"),  # the default language has no folder: "en" is no prefix
+        ("estimate/", "en"),  # a page whose name starts like a language is not in it
+    ],
+)
+def test_a_document_language_is_its_folder_or_the_default(location: str, lang: str) -> None:
+    assert language_of(location, ("es", "ru", "en"), "en") == lang
+
+
+def test_split_index_writes_each_language_its_own_documents_in_order(tmp_path: Path) -> None:
+    """The browser loads the page's language's file first: it holds that language's documents
+    alone, in the whole index's order (a page's article before its sections, as Material's
+    worker requires), under the whole index's config; the whole index is left as it was."""
+    config = {"lang": ["en", "es", "ru"], "separator": "[\\s\\-]+", "pipeline": ["trimmer"]}
+    docs = [
+        {"location": "", "title": "Home", "text": "a"},
+        {"location": "es/terms/poda/", "title": "Poda", "text": "b"},
+        {"location": "terms/pruning/", "title": "Pruning", "text": "c"},
+        {"location": "es/terms/poda/#definition", "title": "Definición", "text": "d"},
+    ]
+    whole = tmp_path / "search" / "search_index.json"
+    whole.parent.mkdir()
+    whole.write_text(json.dumps({"config": config, "docs": docs}), encoding="utf-8")
+    before = whole.read_bytes()
+    written = split_index(tmp_path, ("es", "ru", "en"), "en")
+    assert written == {lang: language_file(tmp_path, lang) for lang in ("es", "ru", "en")}
+    parts = {lang: json.loads(path.read_text("utf-8")) for lang, path in written.items()}
+    assert [d["location"] for d in parts["es"]["docs"]] == ["es/terms/poda/", docs[3]["location"]]
+    assert [d["location"] for d in parts["en"]["docs"]] == ["", "terms/pruning/"]
+    assert parts["ru"]["docs"] == []  # a language with no page yet: an empty file, never a 404
+    assert all(part["config"] == config for part in parts.values())
+    assert whole.read_bytes() == before

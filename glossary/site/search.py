@@ -14,6 +14,18 @@ two spellings of the Russian loanword "cache", ``кэш`` and ``кеш``, are on
 lets the browser show the original text at the positions the worker highlighted in the folded
 one.
 
+One index file per language (:func:`split_index`): Material's search fetches
+``search/search_index.json`` as soon as a page loads and its worker builds a lunr index from
+every document before it answers, which takes time in proportion to the text. The browser asks
+for ``search/search_index.<lang>.json`` instead, the page's language's documents alone (a third
+of the bytes and of the build), and fetches the other languages' files only once search is
+ready (``glossary-search.js``, point 5). Each file keeps the whole index's ``config`` (the same
+languages, separator and pipeline), so a document is tokenized and scored as before; the whole
+``search_index.json`` stays, for Material's own fallback and the site's checks. Pitfall: a
+document's language is the first segment of its ``location`` when that is a language's folder
+(``es/terms/poda/``), the default language otherwise (the site's root, ``terms/poda/``), the
+rule ``languageOf`` applies in the browser.
+
 The technique pages' API reference (:mod:`glossary.site.terms`) is English code documentation on
 pages of its own, which stay out of the index (``search: exclude``): :func:`index_report` says
 how large the index a reader downloads is and whether any such page slipped in.
@@ -86,3 +98,34 @@ def index_report(site_dir: Path) -> IndexReport:
         documents=len(docs),
         locations=frozenset(str(doc.get("location", "")) for doc in docs),
     )
+
+
+def language_of(location: str, langs: tuple[str, ...], default: str) -> str:
+    """The language of a document: its location's first segment when that is one of ``langs``
+    other than ``default`` (a language with a folder), else ``default``."""
+    head = location.split("/", 1)[0]
+    return head if head in langs and head != default else default
+
+
+def language_file(site_dir: Path, lang: str) -> Path:
+    """Where the index of ``lang``'s documents alone is written."""
+    return site_dir / "search" / f"search_index.{lang}.json"
+
+
+def split_index(site_dir: Path, langs: tuple[str, ...], default: str) -> dict[str, Path]:
+    """Write one index file per language of ``langs`` beside the whole index (the same
+    ``config``, that language's documents in the whole index's order); the files by language.
+    A language without a document gets an empty list, so the browser never meets a 404."""
+    from glossary.safewrite import atomic_write_text
+
+    data = json.loads((site_dir / "search" / "search_index.json").read_text(encoding="utf-8"))
+    parts: dict[str, list[dict[str, object]]] = {lang: [] for lang in langs}
+    for doc in data.get("docs", []):
+        parts[language_of(str(doc.get("location", "")), langs, default)].append(doc)
+    written = {}
+    for lang, docs in parts.items():
+        path = language_file(site_dir, lang)
+        part = {**data, "docs": docs}
+        atomic_write_text(path, json.dumps(part, ensure_ascii=False, separators=(",", ":")))
+        written[lang] = path
+    return written

@@ -28,7 +28,13 @@
       object returned for its worker URL; here that is a stand-in speaking the same messages,
       with two Material workers behind it. The first gets the page's language alone (a third of
       the text) and, once it is ready, search is ready; only then does the second start, with
-      the other languages, so that it does not slow the first. A query goes to every ready
+      the other languages, so that it does not slow the first. The page's language comes in a
+      file of its own: Material's request for the whole index (search/search_index.json) asks
+      for search/search_index.<lang>.json instead, a third of the bytes to download and parse
+      (glossary/site/search.py writes one per language), and the other languages' files are
+      fetched once search is ready. Given the whole index (a build without those files), the
+      stand-in splits it by language itself. The first worker is created with the page, as
+      Material creates its own, so that its script loads while the index downloads. A query goes to every ready
       worker and their answers make one, the page's language first; when the second worker
       becomes ready, the query on the screen is asked again, and its answer gains the other
       languages. While a query is being answered, later keystrokes keep only the newest query,
@@ -85,10 +91,15 @@
     return folded;
   }
 
+  /* The letters that may fold: not ASCII, and not the basic Cyrillic block А-я (U+0410-U+044F),
+     none of which decomposes but й and Й, which are kept; so a Russian text, nearly all of it
+     in that block, is not looked at letter by letter. */
+  var FOLDABLE = /[^\x00-\x7f\u0410-\u044f]/g;
+
   /* Russian writes the loanword "cache" both ways, кэш and кеш: one spelling for search. */
   function fold(text) {
     return String(text)
-      .replace(/[^\x00-\x7f]/g, foldChar)
+      .replace(FOLDABLE, foldChar)
       .replace(/([кК])([эЭ])([шШ])/g, function (_, k, e, sh) {
         return k + (e === "\u044d" ? "\u0435" : "\u0415") + sh;
       });
@@ -237,8 +248,39 @@
     docs.forEach(function (doc) {
       (languageOf(doc.location) === language ? own : rest).push(doc);
     });
-    return [own, rest].filter(function (part) {
-      return part.length;
+    return [own, rest];
+  }
+
+  /* The whole index's address, and that of one language's file (written beside it by the
+     build). */
+  var wholeIndex = String(new URL("search/search_index.json", base));
+
+  function languageIndex(language) {
+    return String(new URL("search/search_index." + language + ".json", base));
+  }
+
+  /* The documents of the languages other than the page's, from their own files, in the order
+     of the language selector; a file that fails to arrive leaves its language out. */
+  function otherLanguagesDocs() {
+    var language = pageLanguage();
+    var others = Object.keys(names).filter(function (other) {
+      return other !== language;
+    });
+    return Promise.all(
+      others.map(function (other) {
+        return fetch(languageIndex(other))
+          .then(function (response) {
+            return response.ok ? response.json() : { docs: [] };
+          })
+          .then(function (data) {
+            return data.docs || [];
+          })
+          .catch(function () {
+            return [];
+          });
+      })
+    ).then(function (parts) {
+      return [].concat.apply([], parts);
     });
   }
 
@@ -247,11 +289,14 @@
   function SearchWorkers(url, options) {
     var facade = new EventTarget();
     var workers = [];
-    var later = []; // documents of the workers still to start, after the first is ready
+    var later = null; // () -> a promise of the documents of the worker to start once ready
     var ready = false;
     var asked = null; // the folded query the ready workers are answering
     var waiting = null; // the newest query typed since
     var latest = null; // the last query Material sent
+    // The first worker is created with the page, as Material creates its own: its script and
+    // lunr's language scripts load while the index downloads, not after it has arrived.
+    var spare = new NativeWorker(url, options);
 
     function emit(message) {
       var event = new MessageEvent("message", { data: message });
@@ -292,7 +337,8 @@
     }
 
     function start(docs, data) {
-      var worker = new NativeWorker(url, options);
+      var worker = spare || new NativeWorker(url, options);
+      spare = null;
       var entry = { worker: worker, ready: false, asked: false, pending: false, answer: null };
       worker.addEventListener("message", function (event) {
         receive(entry, event.data, data);
@@ -308,9 +354,13 @@
         if (!ready) {
           ready = true;
           emit(message);
-          later.splice(0).forEach(function (docs) {
-            start(docs, data);
-          });
+          var rest = later;
+          later = null;
+          if (rest) {
+            rest().then(function (docs) {
+              if (docs.length) start(docs, data);
+            });
+          }
         } else if (latest !== null) {
           request(latest); // the answer on the screen gains this worker's languages
         }
@@ -329,8 +379,12 @@
     facade.postMessage = function (message) {
       if (message && message.type === SETUP && message.data && message.data.docs) {
         var parts = splitByLanguage(message.data.docs);
-        later = parts.slice(1);
-        start(parts[0] || [], message.data);
+        later = parts[1].length
+          ? function () {
+              return Promise.resolve(parts[1]); // the whole index was loaded
+            }
+          : otherLanguagesDocs;
+        start(parts[0], message.data);
       } else if (message && message.type === QUERY && typeof message.data === "string") {
         rememberQuery(message.data);
         latest = fold(message.data);
@@ -338,6 +392,7 @@
       }
     };
     facade.terminate = function () {
+      if (spare) spare.terminate();
       workers.forEach(function (part) {
         part.worker.terminate();
       });
@@ -385,6 +440,8 @@
     }).observe(list, { childList: true, subtree: true });
   }
 
+  /* Material's requests: a sitemap that does not exist (point 3) and the whole index, for
+     which the page's language's own file is fetched (point 5). */
   var rootSitemap = String(new URL("sitemap.xml", base));
   var open = XMLHttpRequest.prototype.open;
   XMLHttpRequest.prototype.open = function (method, url) {
@@ -392,6 +449,8 @@
     var target = new URL(String(url), location.href);
     if (/\/sitemap\.xml$/.test(target.pathname) && String(target) !== rootSitemap) {
       args[1] = EMPTY_SITEMAP;
+    } else if (String(target) === wholeIndex) {
+      args[1] = languageIndex(pageLanguage());
     }
     return open.apply(this, args);
   };
