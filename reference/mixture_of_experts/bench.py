@@ -1,5 +1,5 @@
 """Benchmark and demo of [`reference.mixture_of_experts`][reference.mixture_of_experts] (the
-technique contract of `reference.harness.cli`).
+technique contract of `reference.harness.entry`: it declares a comparison, the harness measures).
 
 Rows: four tiny DiTs of the zoo with the same width, depth, heads and training budget, sampled
 with the same DDIM loop (on the clipped ODE, `reference.harness.ode`) from the same noise on every
@@ -12,11 +12,16 @@ seed:
 The MoE's claim has two sides, each an aim judged on paired-seed intervals: better than the
 dense model of equal compute, and about as good as (FDD within 10%) but clearly faster than the
 dense model of equal size.
+
+Quality is scored against the reference half of the held-out digits (`reference.harness.scores`:
+the classifier never saw them): FDD, the class-weighted unbiased KID, accuracy and within-class
+diversity, at ``n_quality`` = 140 per seed, so that the held-out real row (at most 148 digits)
+is measured at the same size and its FDD is comparable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,27 +29,29 @@ from typing import Any
 import torch
 from torch import nn
 
-from reference.harness.cli import Option, at_least, check_seeds, int_tuple
-from reference.harness.cost import latency_note
-from reference.harness.results import (
-    Figure,
-    Measurement,
-    Metric,
-    Row,
-    aim,
-    metrics,
-    note,
-    settings_of,
-    speedup_headline,
+from reference.harness.compare import (
+    Comparison,
+    HeadlineSpec,
+    Outcome,
+    QualityAim,
+    SpeedupAim,
+    Variant,
+    outcome,
 )
+from reference.harness.compare import (
+    measure as measure_comparison,
+)
+from reference.harness.cost import latency_note
+from reference.harness.entry import integer, seeds
+from reference.harness.results import Figure, Metric, metrics, note, settings_of
 from reference.harness.sampling import frozen
-from reference.harness.seeds import N_QUALITY, SEEDS, SeedTable
 
 from .accounting import RoutingRecorder, active_parameters, flops_per_token
 from .figures import utilisation_figure
 from .layers import MoEFeedForward
 from .zoo_specs import ALPHA, CONFIGS, load_moe_model
 
+CONTRACT = 2
 SLUG = "mixture-of-experts"
 MODELS = ("moe_dense", "moe_dense_wide", "moe_sparse", "moe_timestep")
 ROLES = {
@@ -55,6 +62,11 @@ ROLES = {
 }
 AS_GOOD = 1.1
 """"About as good": the MoE's FDD at most this multiple of the same-parameters dense model's."""
+MIN_QUALITY = 20
+"""The smallest sample per seed at which every class has two samples (within-class diversity and
+the class-weighted KID need pairs) and the real row is defined."""
+MAX_QUALITY = 140
+"""The largest class-balanced sample the held-out real half offers (`scores.MAX_REAL_N`)."""
 
 
 @dataclass(frozen=True)
@@ -62,27 +74,29 @@ class Config:
     """Sizes of a benchmark or demonstration run."""
 
     steps: int = 50
-    n_quality: int = N_QUALITY
-    seeds: tuple[int, ...] = SEEDS
+    n_quality: int = MAX_QUALITY
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     batch_latency: int = 16
     repeats: int = 15
     warmup: int = 1
 
     def validate(self) -> None:
-        at_least(self, steps=1, n_quality=10, batch_latency=1, repeats=1, warmup=0)
-        check_seeds(self.seeds)
+        if self.n_quality % 10:
+            raise ValueError(
+                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
+            )
 
 
 FULL = Config()
 QUICK = Config(steps=4, n_quality=20, seeds=(0, 1), batch_latency=4, repeats=2, warmup=0)
 DEMO = Config(steps=25, n_quality=20, seeds=(0, 1), batch_latency=8, repeats=3, warmup=1)
 OPTIONS = (
-    Option("steps"),
-    Option("n_quality"),
-    Option("seeds", int_tuple, "S,S,..."),
-    Option("batch_latency"),
-    Option("repeats"),
-    Option("warmup"),
+    integer("steps", low=1, high=1000),
+    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
+    seeds(),
+    integer("batch_latency", low=1, high=256),
+    integer("repeats", low=1, high=200),
+    integer("warmup", low=0, high=20),
 )
 
 
@@ -119,106 +133,99 @@ LATENCY_SEED = 1000
 """Noise seed of the latency batch (apart from the quality seeds)."""
 
 
-def _measure(cfg: Config) -> tuple[dict[str, nn.Module], SeedTable, dict, Any, list]:
-    """The models, their per-seed quality, seed 0's samples, the latency comparison and the
-    MoE's expert utilisation while sampling."""
-    from reference.harness import class_labels, compare_latency, over_seeds, quality_report
+def score(n: int) -> Callable[[torch.Tensor, Mapping[str, Any]], dict[str, float]]:
+    """FDD and class-weighted KID against the held-out reference half, accuracy and
+    within-class diversity of ``n`` class-balanced samples."""
+    from reference.harness import class_labels
+    from reference.harness.quality import (
+        class_accuracy,
+        classifier_features,
+        within_class_diversity,
+    )
+    from reference.harness.scores import fdd, kid_metric, reference_set
 
-    models = {name: _load(name) for name in MODELS}
-    labels = class_labels(cfg.n_quality)
-    first: dict[str, torch.Tensor] = {}
+    labels = class_labels(n)
 
-    def measure(name: str, x: torch.Tensor, same_seed: dict) -> dict[str, float]:
-        first.setdefault(name, x)
-        return quality_report(x, labels)
-
-    recorder = RoutingRecorder(models["moe_sparse"])
-    samplers = {
-        n: (lambda seed, m=m: _runner(m, cfg, cfg.n_quality, seed)()) for n, m in models.items()
-    }
-    table = over_seeds(samplers, measure, cfg.seeds)
-    recorder.close()
-    runs = {name: _runner(m, cfg, cfg.batch_latency, LATENCY_SEED) for name, m in models.items()}
-    with torch.inference_mode():
-        lat = compare_latency(runs, repeats=cfg.repeats, warmup=cfg.warmup)
-    return models, table, first, lat, recorder.fractions()
-
-
-def _rows(models: dict[str, nn.Module], q: SeedTable, lat: Any) -> tuple[list[Row], dict]:
-    """One row per model (quality over seeds, latency, size) and the size facts by model."""
-    rows, size = [], {}
-    for name, m in models.items():
-        values, intervals, seeds = q.row_fields(name)
-        size[name] = {
-            "params_m": sum(p.numel() for p in m.parameters()) / 1e6,
-            "active_params_m": active_parameters(m) / 1e6,
-            "mflops_per_token": flops_per_token(m) / 1e6,
+    def one(x: torch.Tensor, same_seed: Mapping[str, Any]) -> dict[str, float]:
+        f, y, ref = classifier_features(x).numpy(), labels.numpy(), reference_set()
+        return {
+            "fd_digits": fdd(f, y, ref),
+            "kid_digits": kid_metric(f, y, ref),
+            "diversity": within_class_diversity(x, labels),
+            "accuracy": class_accuracy(x, labels),
         }
-        values = {"latency_ms": lat.median_ms(name), "speedup": lat.speedup[name], **values}
-        if name != "moe_dense":
-            intervals = {"speedup": lat.speedup_interval(name), **intervals}
-        rows.append(
-            Row(
-                name.removeprefix("moe_"),
-                row_config(name),
-                ROLES[name],  # type: ignore[arg-type]
-                {**values, **size[name]},
-                intervals=intervals,
-                spread={"latency_ms": lat.iqr_ms(name)},
-                seeds=seeds,
-            )
+
+    return one
+
+
+def _size(m: nn.Module) -> dict[str, float]:
+    return {
+        "params_m": sum(p.numel() for p in m.parameters()) / 1e6,
+        "active_params_m": active_parameters(m) / 1e6,
+        "mflops_per_token": flops_per_token(m) / 1e6,
+    }
+
+
+AIMS = (
+    QualityAim("quality-vs-dense", "sparse", "dense", "fd_digits", "<", 1.0),
+    QualityAim("quality-vs-wide", "sparse", "dense_wide", "fd_digits", "<=", AS_GOOD),
+    SpeedupAim("speedup-vs-wide", "sparse", "dense_wide", ">", 1.0),
+    SpeedupAim("speedup", "sparse", "dense", ">=", 1 / 1.15),
+)
+"""Both sides of the MoE's claim, on paired-seed FDD ratios and round-bootstrap speedups."""
+
+
+def comparison(cfg: Config, models: Mapping[str, nn.Module]) -> Comparison:
+    """The four zoo models on the same noise; the sparse MoE is the headline, judged against
+    the dense model of equal active FLOPs (baseline) and of equal parameters (control)."""
+    size = {name: _size(m) for name, m in models.items()}
+    variants = tuple(
+        Variant(
+            name.removeprefix("moe_"),
+            row_config(name),
+            ROLES[name],  # type: ignore[arg-type]
+            sample=lambda seed, m=m: _runner(m, cfg, cfg.n_quality, seed)(),
+            timed=_runner(m, cfg, cfg.batch_latency, LATENCY_SEED),
+            facts=size[name],
         )
-    return rows, size
-
-
-def _aims(q: SeedTable, lat: Any) -> list:
-    """Both sides of the MoE's claim, on paired-seed FDD ratios and bootstrap speedups."""
-    vs_dense = q.ratio("moe_sparse", "moe_dense", "fd_digits")
-    vs_wide = q.ratio("moe_sparse", "moe_dense_wide", "fd_digits")
-    return [
-        aim(
-            "quality-vs-dense",
-            vs_dense.value,
-            1.0,
-            "<",
-            interval=vs_dense.interval,
-            row="sparse",
-            against="dense",
-        ),
-        aim(
-            "quality-vs-wide",
-            vs_wide.value,
-            AS_GOOD,
-            "<=",
-            interval=vs_wide.interval,
-            row="sparse",
-            against="dense_wide",
-        ),
-        aim(
-            "speedup-vs-wide",
-            lat.speedup_over("moe_sparse", "moe_dense_wide"),
-            1.0,
-            ">",
-            interval=lat.speedup_interval("moe_sparse", against="moe_dense_wide"),
-            row="sparse",
-            against="dense_wide",
-        ),
-        aim(
+        for name, m in models.items()
+    )
+    sparse, dense = size["moe_sparse"], size["moe_dense"]
+    return Comparison(
+        variants=variants,
+        metrics=metrics(
+            "latency_ms",
             "speedup",
-            lat.speedup["moe_sparse"],
-            1 / 1.15,
-            ">=",
-            interval=lat.speedup_interval("moe_sparse"),
-            row="sparse",
-            against="dense",
+            "fd_digits",
+            "kid_digits",
+            "accuracy",
+            "diversity",
+            "params_m",
+            active_params_m=Metric("M", "lower"),
+            mflops_per_token=Metric("", "lower"),
         ),
-    ]
+        score=score(cfg.n_quality),
+        seeds=cfg.seeds,
+        aims=AIMS,
+        headline=HeadlineSpec(
+            "sparse",
+            quality="fd_digits",
+            # Equal FLOPs per token predict equal speed; FLOPs do not bound latency (gather,
+            # scatter and the loop over experts are not counted), so this is an estimate.
+            limit=dense["mflops_per_token"] / sparse["mflops_per_token"],
+            limit_kind="estimate",
+            memory_ratio=sparse["params_m"] / dense["params_m"],
+        ),
+        repeats=cfg.repeats,
+        warmup=cfg.warmup,
+    )
 
 
-def _notes(cfg: Config, size: dict, lat: Any, fractions: list[list[float]]) -> list:
+def _notes(cfg: Config, m: Any, fractions: list[list[float]]) -> list:
     from reference.harness import quality_note
 
-    d, w, s, ts = (size[n] for n in MODELS)
+    rows = {r.id: r.values for r in m.rows}
+    d, w, s, ts = (rows[n.removeprefix("moe_")] for n in MODELS)
     sparse = CONFIGS["moe_sparse"]
     return [
         note(
@@ -235,13 +242,8 @@ def _notes(cfg: Config, size: dict, lat: Any, fractions: list[list[float]]) -> l
             wide_flop_ratio=w["mflops_per_token"] / s["mflops_per_token"],
             experts=sparse["num_experts"],
         ),
-        note(
-            "routing-overhead",
-            batch=cfg.batch_latency,
-            steps=cfg.steps,
-            ratio=1 / lat.speedup["moe_sparse"],
-        ),
-        note("timestep-experts", ratio=lat.speedup["moe_timestep"]),
+        note("routing-overhead", batch=cfg.batch_latency, steps=cfg.steps, ratio=1 / s["speedup"]),
+        note("timestep-experts", ratio=ts["speedup"]),
         note(
             "utilisation",
             capacity_factor=sparse["capacity_factor"],
@@ -250,59 +252,48 @@ def _notes(cfg: Config, size: dict, lat: Any, fractions: list[list[float]]) -> l
             uniform=100 / len(fractions[0]),
         ),
         note("same-budget"),
+        note("held-out-reference"),
         quality_note(cfg.n_quality, cfg.seeds),
         latency_note(cfg.repeats, cfg.batch_latency),
     ]
 
 
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Sample (paired seeds), time and count the four zoo models; write the figures."""
-    from reference.harness import real_reference_row, save_grid
+def _measured(cfg: Config) -> tuple[Any, list[list[float]]]:
+    """The comparison measured, and the MoE's expert utilisation while it sampled."""
+    models = {name: _load(name) for name in MODELS}
+    recorder = RoutingRecorder(models["moe_sparse"])
+    try:
+        m = measure_comparison(comparison(cfg, models))
+    finally:
+        recorder.close()
+    return m, recorder.fractions()
 
-    models, q, first, lat, fractions = _measure(cfg)
-    rows, size = _rows(models, q, lat)
+
+def measure(cfg: Config, staging: Path) -> Outcome:
+    """Sample (paired seeds), time and count the four zoo models; write the figures."""
+    from reference.harness import save_grid
+    from reference.harness.scores import real_row
+
+    m, fractions = _measured(cfg)
     figures = [Figure(f"{SLUG}.png", "utilisation"), Figure(f"{SLUG}-samples.png", "samples")]
-    utilisation_figure(out / figures[0].file, fractions)
+    utilisation_figure(staging / figures[0].file, fractions)
     show = min(20, cfg.n_quality)
-    save_grid(torch.cat([first[n][:show] for n in MODELS]), out / figures[1].file, nrow=10)
-    ratio = q.ratio("moe_sparse", "moe_dense", "fd_digits")
-    flop_ratio = size["moe_sparse"]["mflops_per_token"] / size["moe_dense"]["mflops_per_token"]
-    return Measurement(
+    ids = [n.removeprefix("moe_") for n in MODELS]
+    save_grid(torch.cat([m.first[i][:show] for i in ids]), staging / figures[1].file, nrow=10)
+    return outcome(
+        m,
         settings=settings_of(
             cfg,
             scheduler="ddim",
             ode="clipped",
+            quality_reference="held-out-half",
             dim=CONFIGS["moe_dense"]["dim"],
             depth=CONFIGS["moe_dense"]["depth"],
             mlp_hidden=CONFIGS["moe_dense"]["mlp_hidden"],
         ),
-        metrics=metrics(
-            "latency_ms",
-            "speedup",
-            "fd_digits",
-            "kid_digits",
-            "accuracy",
-            "diversity",
-            "params_m",
-            active_params_m=Metric("M", "lower"),
-            mflops_per_token=Metric("", "lower"),
-        ),
-        rows=[*rows, real_reference_row(cfg.n_quality)],
-        headline=speedup_headline(
-            "sparse",
-            lat,
-            "moe_sparse",
-            # Equal FLOPs per token predict equal speed; FLOPs do not bound latency (gather,
-            # scatter and the loop over experts are not counted), so this is an estimate.
-            limit=1.0 / flop_ratio,
-            limit_kind="estimate",
-            memory_ratio=size["moe_sparse"]["params_m"] / size["moe_dense"]["params_m"],
-            quality_ratio=ratio.value,
-            quality_interval=ratio.interval,
-        ),
-        aims=_aims(q, lat),
-        notes=_notes(cfg, size, lat, fractions),
+        notes=_notes(cfg, m, fractions),
         figures=figures,
+        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
     )
 
 
@@ -310,15 +301,15 @@ def demo(cfg: Config, out: Path) -> None:
     """Dense vs sparse MoE vs timestep experts: a small table and a sample grid."""
     from reference.harness import save_grid
 
-    models, q, samples, lat, fractions = _measure(cfg)
+    m, fractions = _measured(cfg)
     print(f"{'model':14s} {'params':>8s} {'active':>8s} {'MFLOP/tok':>10s} {'ms':>8s} {'FDD':>7s}")
-    for name, m in models.items():
+    for row in m.rows:
+        v = row.values
         print(
-            f"{name:14s} {sum(p.numel() for p in m.parameters()):8d} {active_parameters(m):8d} "
-            f"{flops_per_token(m) / 1e6:10.3f} {lat.median_ms(name):8.1f} "
-            f"{q.summary(name, 'fd_digits').value:7.3f}"
+            f"{row.id:14s} {v['params_m']:8.3f} {v['active_params_m']:8.3f} "
+            f"{v['mflops_per_token']:10.3f} {v['latency_ms']:8.1f} {v['fd_digits']:7.3f}"
         )
     print(f"busiest expert: {max(max(f) for f in fractions):.1%} of a layer's tokens")
-    grid = torch.cat([samples[n][:10] for n in MODELS])
+    grid = torch.cat([m.first[r.id][:10] for r in m.rows])
     path = save_grid(grid, out / f"{SLUG}-demo.png", nrow=10)
-    print(f"{path} (rows: {', '.join(MODELS)})")
+    print(f"{path} (rows: {', '.join(r.id for r in m.rows)})")
