@@ -34,7 +34,7 @@ FIGURES = {
     "gradient-checkpointing": 11,
     "grid-search": 37,
     "low-rank-inference": 79,
-    "mixture-of-experts": 49,
+    "mixture-of-experts": 65,
     "pruning": 114,
     "realshape": 39,
     "scheduler-tradeoff": 75,

@@ -925,9 +925,10 @@ def audit(data: Mapping[str, Any]) -> Audit:
     for part, check in [*checks, ("catalog", _check_catalogs)]:
         try:
             check(data, out)
-        except (ArithmeticError, KeyError, TypeError, ValueError, IndexError) as exc:
+        except (ArithmeticError, ImportError, KeyError, TypeError, ValueError, IndexError) as exc:
             # a schema-valid file can still hold what no benchmark writes (a zero, a missing
-            # setting): name it in one line instead of a traceback
+            # setting), and a deleted code file (named by the staleness check) can leave a
+            # figure underivable: name it in one line instead of a traceback
             reason = (str(exc).splitlines() or [""])[0]
             out.problems.append(f"{part}: cannot be recomputed ({type(exc).__name__}: {reason})")
     return out
