@@ -118,6 +118,17 @@ def test_glossary_bench_runs_the_sanity_study_the_fifteen_then_the_other_studies
     monkeypatch.setattr(stacking_cli, "run", lambda argv: calls.append(("stacking", argv)) or 0)
     monkeypatch.setattr(study, "main", lambda s, argv: calls.append((s.slug, argv)) or 0)
     monkeypatch.setattr(glossary.cli, "UNMEASURED", ())
+    from reference.harness import entry
+    from reference.registry import slugs
+
+    ported = [s for s in slugs() if entry.contract_version(s) == entry.CONTRACT]
+    old = [s for s in slugs() if s not in ported]
+
+    def ran(plans: list[entry.Plan], show_traceback: bool) -> int:
+        calls.extend(("entry", [p.target.slug, str(p.out)]) for p in plans)
+        return 0
+
+    monkeypatch.setattr(glossary.cli, "_run_plans", ran)  # ported: its own command line
     assert cmd_bench(["--check"]) == 0
     assert calls == [
         ("baseline-sanity", ["--check"]),
@@ -138,7 +149,8 @@ def test_glossary_bench_runs_the_sanity_study_the_fifteen_then_the_other_studies
     assert cmd_bench(["--out", "stacking"]) == 0  # a folder named stacking, not the study alone
     assert calls == [
         ("baseline-sanity", ["--bench", "--out", "stacking"]),
-        ("runner", ["--out", "stacking"]),
+        ("runner", [*old, "--out", "stacking"]),
+        *[("entry", [slug, "stacking"]) for slug in ported],
         ("stacking", ["--bench", "--out", "stacking"]),
         ("realshape", ["--bench", "--out", "stacking"]),
     ]
