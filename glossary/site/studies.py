@@ -23,7 +23,7 @@ from typing import Any
 from glossary.resulttext import ResultText, format_number
 from glossary.site.benchmark import benchmark_section
 from glossary.site.context import Context
-from glossary.site.formatting import ratio, ratio_interval
+from glossary.site.formatting import NOT_MEASURED, ratio, ratio_interval
 
 PAGES = {"baseline-sanity": "baseline.md", "realshape": "realshape.md"}
 """Study slug -> its page, in the order the comparison page links them."""
@@ -73,18 +73,29 @@ def compare_links(lang: str) -> list[str]:
     return lines
 
 
+def _timed_rows(slug: str, ctx: Context) -> list[dict[str, Any]]:
+    """The real-shape study's rows that time technique ``slug`` (none without a result)."""
+    result = ctx.results.composites.get(REALSHAPE)
+    if result is None:
+        return []
+    return [r for r in result["rows"] if TECHNIQUE_OF.get(r["config"]["method"]) == slug]
+
+
+def _efficiency(values: dict[str, Any], lang: str) -> str:
+    """A row's efficiency (speedup / FLOP estimate), or the not-measured dash."""
+    found = values.get("efficiency")
+    return format_number(found, lang) if found else NOT_MEASURED
+
+
 def realshape_lines(slug: str, lang: str, ctx: Context) -> list[str]:
     """A technique page's measurements at real shape (for its "On a diffusers model" section):
     one line per production model the study timed it on, with the speedup, its interval, the
     FLOP estimate and the efficiency, and a link to the study's page; nothing when the study
     has no result or did not time this technique."""
-    result = ctx.results.composites.get(REALSHAPE)
-    if result is None:
-        return []
-    text = ResultText(REALSHAPE, lang)
-    rows = [r for r in result["rows"] if TECHNIQUE_OF.get(r["config"]["method"]) == slug]
+    rows = _timed_rows(slug, ctx)
     if not rows:
         return []
+    text = ResultText(REALSHAPE, lang)
     lines = [
         text.message("page.technique-intro", {"link": f"[{text.title()}](../{PAGES[REALSHAPE]})"}),
         "",
@@ -95,8 +106,10 @@ def realshape_lines(slug: str, lang: str, ctx: Context) -> list[str]:
         params = {
             "model": model[:1].upper() + model[1:],
             "speedup": ratio(v["speedup"], lang) + "×" + ratio_interval(span, lang),
-            "estimate": ratio(v["flop_speedup"], lang) + "×" if v.get("flop_speedup") else "—",
-            "efficiency": format_number(v["efficiency"], lang) if v.get("efficiency") else "—",
+            "estimate": ratio(v["flop_speedup"], lang) + "×"
+            if v.get("flop_speedup")
+            else NOT_MEASURED,
+            "efficiency": _efficiency(v, lang),
         }
         lines.append("- " + text.message("page.technique-row", params))
     return [*lines, ""]
@@ -106,16 +119,13 @@ def realshape_cell(slug: str, lang: str, ctx: Context) -> tuple[str, str, float]
     """The comparison table's real-shape cell of technique ``slug``: its speedup on the first
     production model the study timed it on (the U-Net before the transformer), a detail line
     naming the model and the efficiency, and the sort key; ``None`` when not timed."""
-    result = ctx.results.composites.get(REALSHAPE)
-    if result is None:
-        return None
-    rows = [r for r in result["rows"] if TECHNIQUE_OF.get(r["config"]["method"]) == slug]
+    rows = _timed_rows(slug, ctx)
     if not rows:
         return None
     text = ResultText(REALSHAPE, lang)
     v = rows[0]["values"]
     params = {
         "model": text.message(f"model.{rows[0]['config']['model']}"),
-        "efficiency": format_number(v["efficiency"], lang) if v.get("efficiency") else "—",
+        "efficiency": _efficiency(v, lang),
     }
     return ratio(v["speedup"], lang) + "×", text.message("page.column-detail", params), v["speedup"]
