@@ -180,3 +180,34 @@ def test_a_ratio_aim_on_a_non_positive_metric_is_refused() -> None:
     c = _comparison(score=signed, aims=(cmp.QualityAim("q", "fast", "base", "size", "<", 1.0),))
     with pytest.raises(ValueError, match="needs positive values"):
         cmp.measure(c)
+
+
+def test_a_timed_only_variant_is_timed_and_counted_but_never_sampled() -> None:
+    """A variant without ``sample`` (a deployment only timed, a memory saver only counted)
+    gets latency and facts in its row, no per-seed values, and a fact aim on its facts."""
+    base = cmp.Variant(
+        "base", {"method": "base"}, "baseline", timed=_sleeper(0.002), facts={"memory_mb": 40.0}
+    )
+    lean = cmp.Variant(
+        "lean", {"method": "lean"}, "technique", timed=_sleeper(0.003), facts={"memory_mb": 10.0}
+    )
+    c = _comparison(
+        variants=(base, lean),
+        aims=(cmp.FactAim("memory", "lean", "base", "memory_mb", "<", 0.5),),
+        headline=cmp.HeadlineSpec("lean", memory_ratio=0.25),
+        repeats=3,
+    )
+    m = cmp.measure(c)
+    rows = {r.id: r for r in m.rows}
+    assert SEEN == []
+    assert rows["lean"].seeds == {}
+    assert rows["lean"].values["memory_mb"] == 10.0
+    assert "latency_ms" in rows["lean"].values and "speedup" in rows["lean"].intervals
+    (a,) = m.aims
+    assert (a.measured, a.interval, a.state) == (0.25, None, "met")
+
+
+def test_a_fact_aim_on_a_missing_fact_is_refused() -> None:
+    c = _comparison(aims=(cmp.FactAim("memory", "fast", "base", "memory_mb", "<", 0.5),))
+    with pytest.raises(ValueError, match="has no fact 'memory_mb'"):
+        cmp.measure(c)

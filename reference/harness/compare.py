@@ -7,7 +7,8 @@ headline were rebuilt in every ``bench.py``. Here a benchmark only says **what**
 
 * its variants (`Variant`): the baseline, the techniques and the matched-cost controls, each
   with how it samples from a seed's noise and how one latency batch of it runs;
-* the claims it tests (`QualityAim`, `SpeedupAim`) and its headline row (`HeadlineSpec`);
+* the claims it tests (`QualityAim` on paired seeds, `SpeedupAim` on timing rounds,
+  `FactAim` on values that do not vary with the seed) and its headline row (`HeadlineSpec`);
 
 and `measure` does the rest the same way for every benchmark: every variant samples from the
 same noise on every seed (paired seeds), is scored, is timed in one interleaved comparison whose
@@ -36,6 +37,8 @@ Pitfalls
 --------
 * A variant must draw *all* its randomness from the seed it is given, or the pairing of (3)
   is void.
+* A variant without ``sample`` is only timed and counted: it has no per-seed values, so no
+  quality aim or headline quality ratio may name it.
 * The latency batch is separate from the quality seeds, and each variant's ``timed`` callable
   must do the same work on every call (no caches filled by the first call, unless that is the
   technique and the warm-up fills them).
@@ -83,15 +86,16 @@ ENVELOPE = ("schema_version", "slug", "module", "standard", "quick", "options", 
 class Variant:
     """One configuration under comparison.
 
-    ``sample(seed)`` returns its quality samples from the noise of ``seed``; ``timed()`` runs
-    one latency batch (``None``: not timed); ``facts`` are values that do not vary with the
-    seed (parameter counts, FLOPs), copied into its row.
+    ``sample(seed)`` returns its quality samples from the noise of ``seed`` (``None``: not
+    sampled, a variant that is only timed or counted); ``timed()`` runs one latency batch
+    (``None``: not timed); ``facts`` are values that do not vary with the seed (parameter
+    counts, FLOPs, measured memory), copied into its row.
     """
 
     id: str
     config: Mapping[str, Any]
     role: Role
-    sample: Callable[[int], torch.Tensor]
+    sample: Callable[[int], torch.Tensor] | None = None
     timed: Callable[[], Any] | None = None
     facts: Mapping[str, float] = field(default_factory=dict)
 
@@ -120,6 +124,23 @@ class SpeedupAim:
 
 
 @dataclass(frozen=True)
+class FactAim:
+    """``facts[fact](row) / facts[fact](against) <comparison> target``: a ratio of values that
+    do not vary with the seed (a memory count, a parameter count), judged on the point value
+    (no interval: there is no sampling variance to cover)."""
+
+    id: str
+    row: str
+    against: str
+    fact: str
+    comparison: Comparator
+    target: float
+
+
+AnyAim = QualityAim | SpeedupAim | FactAim
+
+
+@dataclass(frozen=True)
 class HeadlineSpec:
     """The row the comparison page shows, the metric of its quality ratio, its speed limit (an
     analytic ``bound`` that a measurement may not exceed, or an ``estimate``) and, for a
@@ -141,7 +162,7 @@ class Comparison:
     metrics: Mapping[str, Metric]
     score: Score
     seeds: tuple[int, ...]
-    aims: tuple[QualityAim | SpeedupAim, ...]
+    aims: tuple[AnyAim, ...]
     headline: HeadlineSpec
     repeats: int
     warmup: int
@@ -186,7 +207,11 @@ class Measured:
 def _quality(c: Comparison) -> tuple[SeedTable, dict[str, torch.Tensor]]:
     """Every variant on every seed from the same noise (paired), scored by ``c.score``."""
     first: dict[str, torch.Tensor] = {}
-    samplers: dict[str, Callable[[int], Any]] = {v.id: v.sample for v in c.variants}
+    samplers: dict[str, Callable[[int], Any]] = {
+        v.id: v.sample for v in c.variants if v.sample is not None
+    }
+    if not samplers:
+        return SeedTable(tuple(c.seeds)), first
     if c.solution is not None:
         samplers = {"solution": c.solution, **samplers}
 
@@ -239,7 +264,15 @@ def _row(v: Variant, table: SeedTable, lat: LatencyComparison | None) -> Row:
     )
 
 
-def _aim(a: QualityAim | SpeedupAim, table: SeedTable, lat: LatencyComparison | None) -> Aim:
+def _aim(
+    a: AnyAim, table: SeedTable, lat: LatencyComparison | None, facts: Mapping[str, Mapping]
+) -> Aim:
+    if isinstance(a, FactAim):
+        for key in (a.row, a.against):
+            if a.fact not in facts[key]:
+                raise ValueError(f"aim {a.id!r}: row {key!r} has no fact {a.fact!r}")
+        value = facts[a.row][a.fact] / facts[a.against][a.fact]
+        return aim(a.id, value, a.target, a.comparison, None, row=a.row, against=a.against)
     if isinstance(a, QualityAim):
         for key in (a.row, a.against):
             if min(table.per_seed(key, a.metric)) <= 0:
@@ -290,7 +323,8 @@ def measure(c: Comparison) -> Measured:
     table, first = _quality(c)
     lat = _latency(c)
     rows = [_row(v, table, lat) for v in c.variants]
-    aims = [_aim(a, table, lat) for a in c.aims]
+    facts = {v.id: v.facts for v in c.variants}
+    aims = [_aim(a, table, lat, facts) for a in c.aims]
     return Measured(c, table, lat, first, rows, aims, _headline(c, table, lat))
 
 

@@ -12,7 +12,7 @@ main(__package__)``, and its ``bench.py`` declares ``CONTRACT = 2`` and
 ``OPTIONS``
     the `Option` values a user may change, each with the bounds the code needs (`integer`,
     `integers`, `seeds`, `real`, `choice`, `names`, `compile_backend`);
-``measure(cfg, staging) -> Outcome``
+``measure(cfg, staging) -> reference.harness.compare.Outcome``
     measures, writes its figures into ``staging`` and returns the result's body;
 ``demo(cfg, out) -> None``
     prints a small comparison and writes a sample grid into ``out``.
@@ -114,7 +114,7 @@ MAX_DIGITS = 30
 MAX_ITEMS = 64
 """The most values one list option takes."""
 BODY_KEYS = ("settings", "metrics", "rows", "headline", "aims", "anomalies", "notes", "figures")
-"""The keys of `Outcome.body`, in the result's order."""
+"""The keys of `reference.harness.compare.Outcome.body`, in the result's order."""
 STAGING_RE = re.compile(r"^\.staging-(\d+)-[A-Za-z0-9_]+$")
 EXIT_USAGE, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
 
@@ -326,13 +326,6 @@ class Target:
     slug: str
     package: str
     technique: Any
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What ``measure(cfg, staging)`` returns: the result's body (the keys of `BODY_KEYS`)."""
-
-    body: dict[str, Any]
 
 
 def target_of(package: str) -> Target | None:
