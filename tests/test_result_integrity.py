@@ -21,6 +21,7 @@ from glossary.site import results as site
 from reference.harness import integrity as I
 from reference.harness.provenance import RESULTS_DIR, check_one
 from reference.registry import get
+from reference.stacking import integrity as stacking_integrity
 
 COMMITTED = sorted(p.stem for p in RESULTS_DIR.glob("*.json"))
 FIGURES = {
@@ -148,7 +149,7 @@ def test_the_study_enumeration_is_the_studys(monkeypatch: pytest.MonkeyPatch) ->
             "variants": [list(v) for v in cfg.variants],
             "control_steps": list(cfg.control_steps),
         }
-        assert I.phase1_ids(settings) == [c.id for c in study.phase1_configs(cfg)]
+        assert stacking_integrity.phase1_ids(settings) == [c.id for c in study.phase1_configs(cfg)]
 
 
 # --- the defects of issue 25, each on a copy -------------------------------------------------

@@ -90,13 +90,15 @@ What is checked
 * the catalogs: every message the result uses exists in its technique's catalog with the
   parameters it needs (a body copied under another slug fails here in schema 3);
 * the stacking study (``stacking.json``): the set of configurations is what the study
-  enumerates for its recorded settings (`configurations`), and its compatibility, reason and
+  enumerates for its recorded settings, and its compatibility, reason and
   interaction matrices, its single speedups, element slugs and levels, the Pareto frontier, the
   headline row and limit, each row's FDD ratio, interaction factor, control and control latency
-  ratio agree with its rows;
+  ratio agree with its rows (`reference.stacking.integrity`);
 * the real-shape study (``realshape.json``): each technique row's speedup, FLOP estimate and
   efficiency follow from its medians and GFLOPs, and each baseline row's latency is the median
-  of its model's baseline medians (`_check_realshape`);
+  of its model's baseline medians (`reference.realshape.integrity`);
+* a study's own figures are checked by its package's ``integrity`` module, found by name
+  (`study_check`): the harness imports no study;
 * schema 4: the digest (11).
 
 What is not covered, and why
@@ -138,10 +140,9 @@ import json
 import math
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -622,295 +623,30 @@ def _check_catalogs(data: Mapping[str, Any], audit: Audit) -> None:
         audit.problems.append(f"catalog: {missing[0]}{more}")
 
 
-# --- the stacking study ----------------------------------------------------------------------
+# --- the studies' own figures ----------------------------------------------------------------
+
+StudyCheck = Callable[[Mapping[str, Any], Audit], None]
+STUDY_MODULE = "integrity"
+"""A study whose result holds figures of its own (the stacking matrices, the real-shape
+efficiencies) provides ``reference.<study package>.integrity.check(data, audit)``; the harness
+finds it by the registry's naming rule, as the command line finds a package's ``bench`` module,
+so that it imports no study (a study is a layer above it)."""
 
 
-def _compatible(members: Iterable[str]) -> bool:
-    """Every pair of ``members`` stacks (`reference.compatibility.verdict` of their slugs)."""
-    from reference.compatibility import verdict
-    from reference.stacking.elements import ELEMENTS
+def study_check(slug: str) -> StudyCheck | None:
+    """The ``check`` of ``slug``'s study module, or ``None`` when its package has none (every
+    technique: their figures are the rows, headline and aims checked here)."""
+    import importlib
+    import importlib.util
 
-    ids = list(members)
-    return all(
-        verdict(ELEMENTS[a].slug, ELEMENTS[b].slug).compatible for a, b in combinations(ids, 2)
-    )
+    from reference.registry import Technique
 
-
-def phase1_ids(settings: Mapping[str, Any]) -> list[str]:
-    """The ids `reference.stacking.study.phase1_configs` builds for ``settings``: the
-    baseline, each element alone, the step variants, every compatible pair, the DDIM-k controls.
-
-    ``phase1_configs`` builds each configuration's pipeline (torch); this list applies its
-    rules with the same functions (`reference.stacking.elements.ordered`, ``row_id`` and the
-    compatibility table), and a test holds the two equal.
-    """
-    from reference.stacking.elements import ordered, row_id
-
-    elements = list(settings["elements"])
-    out = ["base", *(row_id((e,)) for e in elements)]
-    out += [f"{e}{steps}" for e, steps in settings["variants"]]
-    out += [row_id(p) for p in combinations(ordered(elements), 2) if _compatible(p)]
-    return out + [f"ddim-{k}" for k in settings["control_steps"]]
-
-
-def greedy_ids(settings: Mapping[str, Any]) -> tuple[list[list[str]], list[str]]:
-    """The candidates of each stage of `reference.stacking.study.run_greedy` along the
-    recorded greedy path, and the problems of that path (a pick that was not a candidate)."""
-    from reference.stacking.elements import ordered, row_id
-
-    stages: list[list[str]] = []
-    problems: list[str] = []
-    anchor: tuple[str, ...] = ()
-    greedy = list(settings["greedy"])
-    for stage in range(settings["max_stages"]):
-        cands = [ordered((*anchor, e)) for e in settings["elements"] if e not in anchor]
-        ids = [row_id(c) for c in cands if _compatible(c)]
-        if not ids:
-            break
-        stages.append(ids)
-        if stage >= len(greedy):
-            break
-        if greedy[stage] not in ids:
-            problems.append(f"settings.greedy[{stage}]: {greedy[stage]!r} is not a candidate")
-            break
-        anchor = tuple(greedy[stage].split("."))
-    left = settings.get("greedy_left")
-    if left is not None and stages and left not in stages[-1]:
-        problems.append(f"settings.greedy_left: {left!r} is not a candidate of the last stage")
-    return stages, problems
-
-
-def configurations(settings: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """Every configuration the study measures for its recorded ``settings`` (phase 1, then the
-    greedy stages' stacks), and the problems of the recorded greedy path."""
-    ids = phase1_ids(settings)
-    stages, problems = greedy_ids(settings)
-    for stage in stages:
-        ids += [i for i in stage if i not in ids]
-    return ids, problems
-
-
-MATRICES = ("interaction", "interaction_lo", "interaction_hi")
-STUDY_SETTINGS = {
-    "elements": list,
-    "variants": list,
-    "control_steps": list,
-    "max_stages": int,
-    "budget": float,
-    "greedy": list,
-    "element_slugs": list,
-    "element_levels": list,
-    "single_speedup": list,
-    "compatible": list,
-    "reasons": list,
-    "pareto": list,
-    **{key: list for key in MATRICES},
-}
-"""The settings the stacking study records and its check reads (and their JSON types)."""
-
-
-def _square(matrix: list[Any], n: int) -> bool:
-    return len(matrix) == n and all(isinstance(r, list) and len(r) == n for r in matrix)
-
-
-def _settings_problems(settings: Mapping[str, Any]) -> list[str]:
-    out = []
-    for key, kind in STUDY_SETTINGS.items():
-        value = settings.get(key)
-        ok = isinstance(value, int | float) if kind is float else isinstance(value, kind)
-        if not ok or isinstance(value, bool):
-            out.append(f"settings.{key}: missing or not a {kind.__name__} (the study records it)")
-    n = len(settings.get("elements") or [])
-    for key in ("element_slugs", "element_levels", "single_speedup"):
-        if isinstance(settings.get(key), list) and len(settings[key]) != n:
-            out.append(f"settings.{key}: not one entry per element")
-    for key in ("compatible", "reasons", *MATRICES):
-        m = settings.get(key)
-        if isinstance(m, list) and not _square(m, n):
-            out.append(f"settings.{key}: not a {n} x {n} matrix")
-    return out
-
-
-def _check_configurations(data: Mapping[str, Any], audit: Audit) -> bool:
-    from reference.stacking.elements import ELEMENTS
-
-    settings = data["settings"]
-    problems = _settings_problems(settings)
-    if problems:
-        audit.problems += problems
-        return False
-    unknown = [e for e in settings["elements"] if e not in ELEMENTS]
-    if unknown:
-        audit.problems.append(f"settings.elements: unknown element {unknown[0]!r}")
-        return False
-    expected, problems = configurations(settings)
-    audit.problems += problems
-    recorded = [r["id"] for r in data["rows"] if r["role"] != "reference"]
-    audit.figures += 1
-    if sorted(recorded) != sorted(expected):
-        missing = [i for i in expected if i not in recorded]
-        extra = [i for i in recorded if i not in expected]
-        what = "; ".join(
-            part
-            for part in (
-                "missing " + ", ".join(map(repr, missing)) if missing else "",
-                "not enumerated " + ", ".join(map(repr, extra)) if extra else "",
-            )
-            if part
-        )
-        audit.problems.append(
-            f"rows: recorded {len(recorded)} configurations, recomputed {len(expected)} ({what})"
-        )
-        return False
-    return True
-
-
-def _speed(rows: Mapping[str, Any], k: str) -> float:
-    return float(rows[k]["values"]["speedup"])
-
-
-def _check_matrices(data: Mapping[str, Any], rows: Mapping[str, Any], audit: Audit) -> None:
-    from reference.compatibility import verdict
-    from reference.stacking.elements import ELEMENTS
-
-    s = data["settings"]
-    ids = list(s["elements"])
-    audit.agree("settings.element_slugs", s["element_slugs"], [ELEMENTS[e].slug for e in ids])
-    audit.agree("settings.element_levels", s["element_levels"], [ELEMENTS[e].level for e in ids])
-    singles = [_speed(rows, e) for e in ids]
-    audit.agree("settings.single_speedup", s["single_speedup"], singles)
-    for i, a in enumerate(ids):
-        for j, b in enumerate(ids):
-            if i == j:
-                continue
-            v = verdict(ELEMENTS[a].slug, ELEMENTS[b].slug)
-            audit.agree(f"settings.compatible[{i}][{j}]", s["compatible"][i][j], v.compatible)
-            audit.agree(f"settings.reasons[{i}][{j}]", s["reasons"][i][j], v.reason)
-            pair = next(
-                (r for r in rows.values() if sorted(r["config"].get("members", [])) == [a, b]),
-                None,
-            )
-            pair = pair or next(
-                (r for r in rows.values() if sorted(r["config"].get("members", [])) == [b, a]),
-                None,
-            )
-            if pair is None or "interaction" not in pair["values"]:
-                recomputed: list[Any] = [None, None, None]
-            else:
-                lo, hi = pair["intervals"]["interaction"]
-                recomputed = [pair["values"]["interaction"], lo, hi]
-            for key, want in zip(MATRICES, recomputed, strict=True):
-                audit.agree(f"settings.{key}[{i}][{j}]", s[key][i][j], want)
-
-
-def _check_stack_rows(data: Mapping[str, Any], rows: Mapping[str, Any], audit: Audit) -> None:
-    index = {r["id"]: i for i, r in enumerate(data["rows"])}
-    controls = [k for k, r in rows.items() if r["role"] == "control"]
-    for k, r in rows.items():
-        members = r["config"].get("members", [])
-        if len(members) < 2 or not controls:
-            continue
-        where = f"rows[{index[k]}]"
-        s = _speed(rows, k)
-        factor = math.prod([s] + [_speed(rows, m) ** -1 for m in members])
-        audit.agree(f"{where}.values.interaction", r["values"].get("interaction"), factor)
-        ctrl = min(controls, key=lambda c: abs(math.log(_speed(rows, c) / s)))
-        audit.agree(f"{where}.config.control", r["config"].get("control"), ctrl)
-        ratio = math.prod([s, _speed(rows, ctrl) ** -1])
-        got = r["values"].get("control_latency_ratio")
-        audit.agree(f"{where}.values.control_latency_ratio", got, ratio)
-    base = rows.get("base")
-    for k, r in rows.items():
-        fd, ref = r.get("seeds", {}).get("fd_digits"), (base or {}).get("seeds", {})
-        if fd is None or "fd_digits" not in ref or "fd_ratio" not in r["values"]:
-            continue
-        value, span = paired_ratio(fd, ref["fd_digits"])
-        audit.agree(f"rows[{index[k]}].values.fd_ratio", r["values"]["fd_ratio"], value)
-        if span is not None and "fd_ratio" in r.get("intervals", {}):
-            audit.agree(f"rows[{index[k]}].intervals.fd_ratio", r["intervals"]["fd_ratio"], span)
-
-
-def _check_stack_summary(data: Mapping[str, Any], rows: Mapping[str, Any], audit: Audit) -> None:
-    from reference.stacking.stats import pareto_front
-
-    s = data["settings"]
-    points = {
-        k: (1.0 / _speed(rows, k), float(r["values"]["fd_ratio"]))
-        for k, r in rows.items()
-        if r["role"] in ("baseline", "technique", "control")
-    }
-    audit.agree("settings.pareto", s["pareto"], pareto_front(points))
-    budget = s["budget"]
-    fits = [
-        k
-        for k, r in rows.items()
-        if r["config"].get("size", 0) >= 2 and r["values"]["fd_ratio"] <= budget
-    ]
-    head = max(fits, key=lambda k: _speed(rows, k)) if fits else None
-    recorded = data["headline"]["row"] if data["headline"] else None
-    if not audit.agree("headline.row", recorded, head) or head is None:
-        return
-    limit = 1.0
-    for m in rows[head]["config"]["members"]:
-        limit *= _speed(rows, m)
-    audit.agree("headline.speedup_limit", data["headline"]["speedup_limit"], limit)
-    want = sorted(
-        (k, r["config"]["control"]) for k, r in rows.items() if r["config"].get("control")
-    )
-    have = sorted((a["row"], a["against"]) for a in data["aims"] if a["id"] == "beats-control")
-    audit.agree("aims (beats-control)", have, want)
-    singles = [k for k in rows if rows[k]["config"].get("size") == 1]
-    single = max(
-        (k for k in singles if rows[k]["values"]["fd_ratio"] <= budget),
-        key=lambda k: _speed(rows, k),
-        default=None,
-    )
-    best = [a["against"] for a in data["aims"] if a["id"] == "beats-best-single"]
-    audit.agree("aims (beats-best-single).against", best, [single] if single else [])
-
-
-def _check_stacking(data: Mapping[str, Any], audit: Audit) -> None:
-    if not _check_configurations(data, audit):
-        return
-    rows = {r["id"]: r for r in data["rows"] if r["role"] != "reference"}
-    _check_matrices(data, rows, audit)
-    _check_stack_rows(data, rows, audit)
-    _check_stack_summary(data, rows, audit)
-
-
-# --- the checks ------------------------------------------------------------------------------
-
-# --- the real-shape study --------------------------------------------------------------------
-
-
-def _check_realshape(data: Mapping[str, Any], audit: Audit) -> None:
-    """Each technique row's speedup is the ratio of its two medians (``baseline_ms`` /
-    ``latency_ms``, `reference.realshape.bench` (1)), its FLOP estimate the ratio of its
-    model's baseline GFLOPs to its own (2), its efficiency their quotient (3); each baseline
-    row's latency is the median of the baseline medians of its model's comparisons."""
-    import statistics
-
-    rows = data["rows"]
-    base = {r["config"]["model"]: r for r in rows if r["config"]["method"] == "baseline"}
-    for r in rows:
-        v, model, where = r["values"], r["config"]["model"], f"rows[{r['id']}].values"
-        if r["config"]["method"] == "baseline":
-            medians = [
-                x["values"]["baseline_ms"]
-                for x in rows
-                if x["config"]["model"] == model and x["config"]["method"] != "baseline"
-            ]
-            audit.agree(f"{where}.latency_ms", v["latency_ms"], statistics.median(medians))
-            continue
-        speedup = v["baseline_ms"] / v["latency_ms"]  # (1)
-        audit.agree(f"{where}.speedup", v["speedup"], speedup)
-        estimate = base[model]["values"]["gflops"] / v["gflops"]  # (2)
-        audit.agree(f"{where}.flop_speedup", v["flop_speedup"], estimate)
-        audit.agree(f"{where}.efficiency", v["efficiency"], speedup / estimate)  # (3)
-
-
-STUDY_CHECKS = {"stacking": _check_stacking, "realshape": _check_realshape}
-"""Checks of a study's own derived figures, by result slug."""
+    name = f"{Technique(slug).package}.{STUDY_MODULE}"
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # no such package: a result named for nothing we know
+        return None
+    return None if spec is None else importlib.import_module(name).check
 
 
 def audit(data: Mapping[str, Any]) -> Audit:
@@ -919,7 +655,7 @@ def audit(data: Mapping[str, Any]) -> Audit:
     if data.get("schema_version") == SCHEMA_V4:
         out.agree("digest", data.get("digest"), digest(data))
     checks = [("rows", _check_rows), ("headline", _check_headline), ("aims", _check_aims)]
-    study = STUDY_CHECKS.get(data["slug"])
+    study = study_check(data["slug"])
     if study is not None:
         checks.append(("settings", study))
     for part, check in [*checks, ("catalog", _check_catalogs)]:
