@@ -8,8 +8,9 @@
   own registry set the variable themselves (``glossary_support.use_registry``).
 * ``random_teacher``: an untrained network of the zoo teacher's architecture (exactness tests of
   techniques do not need trained weights, and must not depend on them).
-* ``quick_result``: runs one technique's quick benchmark in-process and returns the result dict
-  (for technique tests that inspect what their benchmark reports).
+* ``quick_run`` and ``quick_result``: one technique's quick benchmark, run once per test process
+  as a user runs it (a subprocess), shared by the contract test and the technique's own tests
+  (which the collection hook puts in one xdist group).
 * ``built``, ``base_url`` and ``browser``, for the site tests: the one strict MkDocs build of this
   test process (``site_support.session_build``), that build served on 127.0.0.1, and Debian's
   chromium under Playwright (skipped locally, failed under CI, when it is missing).
@@ -17,13 +18,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -73,32 +81,94 @@ def random_teacher() -> Any:
     return model
 
 
+@dataclass
+class QuickRun:
+    """One technique's quick benchmark, run once per test process as a user runs it
+    (``python -m <package> --quick --bench --out DIR``): its exit code and stderr, the output
+    folder, the result (``None`` if none was written) and the committed result's sha256 before
+    and after the run (a quick run must never touch it)."""
+
+    returncode: int
+    stderr: str
+    out: Path
+    data: dict[str, Any] | None
+    committed_before: str | None
+    committed_after: str | None
+
+
+def _sha256(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def _run_quick(slug: str, out: Path) -> QuickRun:
+    from reference.harness.provenance import RESULTS_DIR
+    from reference.registry import get
+
+    committed = RESULTS_DIR / f"{slug}.json"
+    before = _sha256(committed)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "LANG": "C.UTF-8"}
+    command = [sys.executable, "-m", get(slug).package, "--quick", "--bench", "--out", str(out)]
+    run = subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=900, check=False
+    )
+    written = out / f"{slug}.json"
+    data = json.loads(written.read_text(encoding="utf-8")) if written.is_file() else None
+    return QuickRun(run.returncode, run.stderr, out, data, before, _sha256(committed))
+
+
 @pytest.fixture(scope="session")
-def quick_result(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``quick_result(slug)``: the result dict of that technique's quick benchmark (cached)."""
-    cache: dict[str, dict[str, Any]] = {}
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``quick_run(slug)``: that technique's `QuickRun`, cached for the test process. Every test
+    that uses it is put in the xdist group of its technique (`pytest_collection_modifyitems`), so
+    the contract test and the technique's own tests share one run."""
+    cache: dict[str, QuickRun] = {}
 
-    def run(slug: str) -> dict[str, Any]:
+    def run(slug: str) -> QuickRun:
         if slug not in cache:
-            from reference.harness.cli import contract, plan, run_benchmark
-            from reference.registry import get
-
-            technique = get(slug)
-            out = tmp_path_factory.mktemp(f"quick-{slug}")
-            p = plan(
-                technique,
-                contract(technique),
-                run_bench=True,
-                quick=True,
-                threads=None,
-                out=out,
-                overrides={},
-            )
-            result, _ = run_benchmark(p)
-            cache[slug] = result.to_dict()
+            cache[slug] = _run_quick(slug, tmp_path_factory.mktemp(f"quick-{slug}") / "out")
         return cache[slug]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def quick_result(quick_run: Any) -> Any:
+    """``quick_result(slug)``: the result dict of that technique's quick benchmark (cached)."""
+
+    def result(slug: str) -> dict[str, Any]:
+        run = quick_run(slug)
+        assert run.returncode == 0 and run.data is not None, run.stderr[-2000:]
+        return run.data
+
+    return result
+
+
+def _quick_slug(item: pytest.Item) -> str | None:
+    """The technique whose quick run ``item`` reads: its ``technique`` parameter (the contract
+    test) or its module's package (``tests/test_<package>.py``)."""
+    from reference.registry import BY_SLUG
+
+    param = getattr(getattr(item, "callspec", None), "params", {}).get("technique")
+    if param is not None:
+        return param.slug
+    package = "reference." + item.module.__name__.rpartition(".")[2].removeprefix("test_")
+    return next((t.slug for t in BY_SLUG.values() if t.package == package), None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that read one technique's quick run go to one xdist group (its module's group if it
+    has one), so that the run is made once, not once per worker."""
+    users = [
+        (i, _quick_slug(i)) for i in items if {"quick_run", "quick_result"} & set(i.fixturenames)
+    ]
+    groups: dict[str, str] = {}
+    for item, slug in users:
+        mark = item.get_closest_marker("xdist_group")
+        if slug is not None and mark is not None:
+            groups.setdefault(slug, mark.args[0])
+    for item, slug in users:
+        if slug is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(groups.get(slug, f"quick-{slug}")))
 
 
 def _support(name: str) -> Any:

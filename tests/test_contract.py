@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import hashlib
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,28 +174,15 @@ def test_help_and_bad_arguments(technique: Technique) -> None:
     assert bad.stderr.strip().count("\n") == 0 and "--threads" in bad.stderr
 
 
-def _digest(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
 def test_quick_benchmark_writes_a_valid_non_standard_result(
-    technique: Technique, tmp_path: Path
+    technique: Technique, quick_run: Any
 ) -> None:
-    committed = REFERENCE_DIR / "results" / f"{technique.slug}.json"
-    before = _digest(committed)
-    out = tmp_path / "out"
-    run = subprocess.run(
-        [sys.executable, "-m", technique.package, "--quick", "--bench", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        cwd=ROOT,
-        timeout=900,
-    )
+    run = quick_run(technique.slug)  # python -m <package> --quick --bench --out DIR
     assert run.returncode == 0, run.stderr[-2000:]
-    data = json.loads((out / f"{technique.slug}.json").read_text(encoding="utf-8"))
+    data, out = run.data, run.out
+    assert data is not None
     if data["schema_version"] == 4:  # sealed; every derived figure follows from the raw ones
         assert check_result(data, technique.slug) == [] and "digest" in data
     else:
@@ -211,4 +197,4 @@ def test_quick_benchmark_writes_a_valid_non_standard_result(
     assert any(f.startswith(f"reference/{technique.package.split('.')[1]}/") for f in covered)
     for fig in data["figures"]:
         assert (out / fig["file"]).is_file()
-    assert _digest(committed) == before
+    assert run.committed_after == run.committed_before  # the committed result is untouched

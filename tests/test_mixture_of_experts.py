@@ -176,7 +176,7 @@ def test_both_sides_of_the_claim_are_judged_on_paired_intervals() -> None:
     stats = {n: _stats([t * r for r in rounds]) for n, t in times.items()}
     speed = {n: 1.0 / t for n, t in times.items()}
     lat = LatencyComparison("dense", stats, speed, threads=2, repeats=4, warmup=0)
-    states = {a.id: _aim(a, q, lat).state for a in AIMS}
+    states = {a.id: _aim(a, q, lat, {}).state for a in AIMS}
     assert states == {
         "quality-vs-dense": "met",
         "quality-vs-wide": "met",

@@ -46,6 +46,7 @@ def _ids(a: str, b: str) -> tuple[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("stacking-quick")  # one quick study for both
 def test_every_compatible_pair_is_measured_with_intervals(study: dict[str, Any]) -> None:
     rows = {r["id"]: r for r in study["rows"]}
     for a, b in cm.compatible_pairs():
@@ -59,6 +60,7 @@ def test_every_compatible_pair_is_measured_with_intervals(study: dict[str, Any])
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("stacking-quick")  # one quick study for both
 def test_the_quick_result_is_valid_and_speaks_three_languages(study: dict[str, Any]) -> None:
     assert validate_result(study) == []
     for lang in LANGS:

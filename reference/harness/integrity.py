@@ -635,18 +635,21 @@ so that it imports no study (a study is a layer above it)."""
 
 def study_check(slug: str) -> StudyCheck | None:
     """The ``check`` of ``slug``'s study module, or ``None`` when its package has none (every
-    technique: their figures are the rows, headline and aims checked here)."""
+    technique: their figures are the rows, headline and aims checked here).
+
+    The module is looked for as a file first: importing a technique package to ask would import
+    torch, which the check must not (the site and ``glossary bench --check`` read results
+    without it).
+    """
     import importlib
-    import importlib.util
 
     from reference.registry import Technique
 
-    name = f"{Technique(slug).package}.{STUDY_MODULE}"
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):  # no such package: a result named for nothing we know
+    package = Technique(slug).package
+    folder = Path(__file__).resolve().parents[1] / package.removeprefix("reference.")
+    if not (folder / f"{STUDY_MODULE}.py").is_file():
         return None
-    return None if spec is None else importlib.import_module(name).check
+    return importlib.import_module(f"{package}.{STUDY_MODULE}").check
 
 
 def audit(data: Mapping[str, Any]) -> Audit:
