@@ -35,6 +35,9 @@ command line a benchmark gets when it is ported to the declared comparison (`CON
 MAX_CORE_LINES = 330
 """The technique's own files (not bench.py) stay readable in one sitting: ~300 lines each."""
 
+PORTED = ("mixture-of-experts", "gradient-checkpointing")
+"""Benchmarks ported to the declared comparison (contract 2); the others still run on 1."""
+
 ids = [t.slug for t in TECHNIQUES]
 
 
@@ -84,6 +87,12 @@ def test_entries_and_registry_agree() -> None:
         if e.reference is not None and e.reference.implemented
     }
     assert implemented == registered
+
+
+def test_ported_benchmarks_declare_the_new_contract() -> None:
+    versions = {t.slug: _version(t) for t in TECHNIQUES}
+    assert [versions[s] for s in PORTED] == [2] * len(PORTED)
+    assert set(versions.values()) <= {1, 2}
 
 
 @pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)

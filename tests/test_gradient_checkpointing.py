@@ -1,5 +1,7 @@
 """Gradient checkpointing: equal gradients, exact retained-memory laws, the meter, the public
-apply/remove API, the benchmark's configuration checks and the intervals of its time ratios."""
+apply/remove API, and the benchmark declared on the shared harness: its option checks, the timed
+step's identical work, the counted facts and the aims' judgement (the quick run itself, sealed and
+recomputed by the integrity check, is `tests/test_contract.py`'s)."""
 
 from __future__ import annotations
 
@@ -194,48 +196,128 @@ def test_checkpoint_config_rejects_unknown_policies() -> None:
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "message"),
+    ("args", "message"),
     [
-        ("batch", 0, "--batch must be >= 1, got 0"),
-        ("microbatches", 1, r"--microbatches must be between 2 and --batch \(64\), got 1"),
-        ("repeats", 0, "--repeats must be >= 1, got 0"),
-        ("chain_ns", (4,), "--chain-ns needs two or more distinct lengths"),
+        (["--batch", "0"], "--batch"),
+        (["--microbatches", "1"], "--microbatches"),
+        (["--microbatches", "65"], r"--microbatches must be between 2 and --batch (64)"),
+        (["--repeats", "1"], "--repeats"),  # an interquartile range needs two rounds
+        (["--chain-ns", "4"], "--chain-ns"),  # a growth exponent needs two lengths
+        (["--chain-ns", "4,4"], "given twice"),
     ],
 )
-def test_bad_configuration_names_the_option(field: str, value: object, message: str) -> None:
-    from dataclasses import replace
+def test_bad_options_are_one_line_before_any_model_loads(
+    args: list[str], message: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reference.gradient_checkpointing import bench
+    from reference.harness import entry
 
-    from reference.gradient_checkpointing.bench import FULL
-
-    with pytest.raises(ValueError, match=message):
-        replace(FULL, **{field: value}).validate()
+    monkeypatch.setattr(bench, "_measured", lambda cfg: pytest.fail("the benchmark ran"))
+    with pytest.raises(SystemExit) as info:
+        entry.main("reference.gradient_checkpointing", ["--bench", *args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and message in err
 
 
 def test_the_full_benchmark_times_at_least_fifteen_warmed_up_rounds() -> None:
-    from reference.gradient_checkpointing.bench import FULL
+    from reference.gradient_checkpointing.bench import FULL, QUICK
 
     assert FULL.repeats >= 15 and FULL.warmup >= 1
+    FULL.validate()
+    QUICK.validate()
 
 
-@pytest.mark.slow
-def test_quick_benchmark_puts_intervals_on_every_time_ratio(quick_result) -> None:
-    result = quick_result("gradient-checkpointing")
-    rows = {r["id"]: r for r in result["rows"]}
-    assert {r["role"] for r in rows.values()} == {"baseline", "reference", "technique", "control"}
-    for key, row in rows.items():  # no sampling: no quality figures, no seeds
-        assert "seeds" not in row and "fd_digits" not in row["values"]
+def test_the_timed_step_does_the_same_work_under_the_harness_inference_mode() -> None:
+    """The harness times under ``torch.inference_mode()``: the step switches autograd back on,
+    and zeroes the gradients in place, so every call leaves the same gradients (not a sum)."""
+    from reference.gradient_checkpointing.bench import _training
+    from reference.gradient_checkpointing.measure import make_step, training_batch
+
+    model, forward = prepare(fresh_unet(), "sqrt")
+    step, _ = make_step(model, forward, training_batch(2), microbatches=2)
+    timed = _training(step)
+    with torch.inference_mode():
+        timed()
+        first = [p.grad.clone() for p in model.parameters()]
+        buffers = [p.grad.data_ptr() for p in model.parameters()]
+        timed()
+    assert [p.grad.data_ptr() for p in model.parameters()] == buffers  # zeroed in place
+    assert max_diff([p.grad for p in model.parameters()], first) == 0.0  # same float32 ops
+
+
+@pytest.fixture(scope="module")
+def declared():
+    """The comparison the benchmark declares, on an untrained U-Net at batch 2 (seconds)."""
+    from dataclasses import replace
+
+    from reference.gradient_checkpointing.bench import QUICK, comparison
+
+    return comparison(replace(QUICK, batch=2, microbatches=2, chain_ns=(4, 9)), fresh_unet())
+
+
+def test_every_row_is_a_timed_training_step_with_counted_facts(declared) -> None:
+    c, study = declared
+    roles = {v.id: v.role for v in c.variants}
+    assert roles == {
+        "none": "baseline",
+        "diffusers": "reference",
+        "module": "technique",
+        "stage": "technique",
+        "sqrt": "technique",
+        "accum": "control",
+    }
+    assert c.seeds == () and all(v.sample is None and v.timed is not None for v in c.variants)
+    facts = {v.id: v.facts for v in c.variants}
+    for key, f in facts.items():
+        assert set(f) == {"activation_mb", "peak_activation_mb", "step_gflops", "grad_max_abs_diff"}
+        # recomputation repeats the same float32 ops; micro-batches only reorder the batch sum
+        assert f["grad_max_abs_diff"] <= (1e-5 if key == "accum" else 1e-6), key
         if key != "none":
-            lo, hi = row["intervals"]["step_time_ratio"]
-            assert lo <= row["values"]["step_time_ratio"] <= hi
-    head = result["headline"]
-    assert head["limit_kind"] == "estimate" and head["speedup_interval"] is not None
-    # the step-time ratio is the reciprocal of the speedup, and so is its interval
-    ratio = rows[head["row"]]["intervals"]["step_time_ratio"]
-    assert ratio == pytest.approx(
-        [1 / head["speedup_interval"][1], 1 / head["speedup_interval"][0]]
-    )
-    step = {a["id"]: a for a in result["aims"]}["step-time"]
-    assert step["interval"] == pytest.approx(ratio)
-    assert (step["row"], step["against"]) == (head["row"], "none")
-    threads = {n["id"]: n["params"] for n in result["notes"]}["latency-protocol"]["threads"]
-    assert threads == result["provenance"]["threads"] == 2
+            assert f["activation_mb"] < facts["none"]["activation_mb"], key
+    head = c.headline
+    assert head.row == "sqrt" and head.limit_kind == "estimate" and head.quality is None
+    assert head.memory_ratio == facts["sqrt"]["activation_mb"] / facts["none"]["activation_mb"]
+    # recomputation adds at most one forward pass, less than a whole step: F(none)/F(sqrt) > 1/2
+    assert 0.5 < head.limit < 1
+    assert head.limit == study.flops["none"] / study.flops["sqrt"]
+    assert study.chain.ns == [4, 9] and study.rss == {}
+
+
+def test_the_chain_note_keeps_the_data_of_the_chain_figure(declared) -> None:
+    from reference.gradient_checkpointing.notes import chain_note
+
+    _, study = declared
+    params = chain_note(study.chain).params
+    assert params["ns"] == [4, 9] and params["series"] == ["none", "per-block", "sqrt"]
+    assert [len(r) for r in params["retained"]] == [2, 2, 2] == [len(p) for p in params["peak"]]
+    # without checkpointing each block keeps its input and its tanh output, and the loss keeps
+    # the chain's output: 2n + 1 units of one block input (exact byte counts)
+    assert params["retained"][0] == [9.0, 19.0]
+    assert all(p >= r for ps, rs in zip(params["peak"], params["retained"], strict=True)
+               for p, r in zip(ps, rs, strict=True))  # fmt: skip
+
+
+def test_the_memory_aims_are_judged_on_counts_and_the_step_time_on_rounds() -> None:
+    from reference.gradient_checkpointing.bench import AIMS
+    from reference.harness.compare import _aim
+    from reference.harness.cost import LatencyComparison, _stats
+    from reference.harness.seeds import SeedTable
+
+    facts = {
+        "none": {"activation_mb": 108.0, "peak_activation_mb": 113.0},
+        "sqrt": {"activation_mb": 7.0, "peak_activation_mb": 81.0},
+    }
+    rounds = [1.0, 1.1, 0.9, 1.05]
+
+    def states(step_time: float) -> dict[str, str]:
+        stats = {"none": _stats(rounds), "sqrt": _stats([step_time * r for r in rounds])}
+        lat = LatencyComparison("none", stats, {}, threads=2, repeats=4, warmup=0)
+        return {a.id: _aim(a, SeedTable(()), lat, facts).state for a in AIMS}
+
+    # 7/108 <= 1/3 (met), 81/113 > 1/3 (missed); a step 1.25x as long keeps 0.8 >= 1/1.4
+    assert states(1.25) == {
+        "retained-memory": "met",
+        "step-time": "met",
+        "peak-memory": "missed",
+    }
+    assert states(1.6)["step-time"] == "missed"  # 0.625 < 1/1.4 in every round

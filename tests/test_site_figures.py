@@ -120,17 +120,17 @@ def test_every_committed_chart_is_redrawn_or_declared_not_in_the_rows() -> None:
             missing.append(key)
     named = {(slug, fig["caption"]) for slug, fig in _figures("charts")}
     assert set(bf.CHARTS) <= named and set(bf.NOT_IN_ROWS) <= named  # nothing stale
-    assert len(redrawn) == 14 and len(missing) == 7
+    assert len(redrawn) == 15 and len(missing) == 6
 
 
 def test_every_series_and_row_a_chart_names_is_in_its_result() -> None:
     for (slug, _caption), specs in bf.CHARTS.items():
         ids = {row["id"] for row in _results()[slug]["rows"]}
-        settings = _results()[slug]["settings"]
         for spec in specs:
-            if isinstance(spec, bf.Sweep):  # kept in the settings: a value per series and x
-                names, values = settings[spec.series], settings[spec.values]
-                assert len(names) == len(values) and spec.x in settings, slug
+            if isinstance(spec, bf.Sweep):  # kept in the settings or a note: a list per series
+                source = bf.sweep_source(_results()[slug], spec)
+                names, values = source[spec.series], source[spec.values]
+                assert len(names) == len(values) and spec.x in source, slug
                 continue
             rows = (
                 spec.rows
@@ -138,6 +138,44 @@ def test_every_series_and_row_a_chart_names_is_in_its_result() -> None:
                 else [rid for series in spec.series for rid in series.rows]
             )
             assert set(rows) <= ids, (slug, sorted(set(rows) - ids))
+
+
+CHAIN = {
+    "ns": [4, 9, 16],
+    "series": ["none", "per-block", "sqrt"],
+    "retained": [[9.0, 19.0, 33.0], [6.0, 11.0, 18.0], [5.0, 8.0, 11.0]],
+    "peak": [[10.0, 20.0, 34.0], [8.0, 13.0, 20.0], [7.0, 10.0, 13.0]],
+}
+"""The chain study's memory as the benchmark keeps it in its ``chain-law`` note (units of one
+block input; none: 2n + 1, one checkpoint per block: n + 2)."""
+
+
+@pytest.mark.parametrize("lang", ["es", "ru", "en"])
+def test_the_chain_chart_is_drawn_from_the_note_that_keeps_its_data(lang: str) -> None:
+    result = dict(_results()["gradient-checkpointing"])
+    notes = [n for n in result["notes"] if n["id"] != "chain-law"]
+    result["notes"] = [*notes, {"id": "chain-law", "params": CHAIN}]
+    fig = next(f for f in result["figures"] if f["caption"] == "chain")
+    charts = bf.figure_charts(result, fig, lang)
+    specs = bf.CHARTS[("gradient-checkpointing", "chain")]
+    assert [c.name for c in charts] == [
+        "gradient-checkpointing-chain-chart-1",
+        "gradient-checkpointing-chain-chart-2",
+    ]
+    text = ResultText("gradient-checkpointing", lang)
+    english = ResultText("gradient-checkpointing", "en")
+    for chart, spec, kept in zip(charts, specs, ("retained", "peak"), strict=True):
+        lines = bf.sweep_lines(result, spec, text)
+        assert [[p[1] for p in line.points] for line in lines] == CHAIN[kept]
+        assert [[p[0] for p in line.points] for line in lines] == [CHAIN["ns"]] * 3
+        words = _svg_texts(chart.rendered().svg)
+        for wanted in [*bf.curve_titles(result, spec, text), *(line.label for line in lines)]:
+            assert _flat(wanted) in words, (lang, wanted)
+        if lang != "en":
+            for title in bf.curve_titles(result, spec, english):
+                assert _flat(title) not in words, (lang, title)
+    result["notes"] = notes  # a result without the note: nothing to draw, not an error
+    assert bf.figure_charts(result, fig, lang) == []
 
 
 def _expected_titles(result: dict[str, Any], spec: bf.Spec, text: ResultText) -> list[str]:

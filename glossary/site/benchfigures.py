@@ -10,8 +10,8 @@ shared ``results`` catalog), the values and their 95% intervals from the rows. F
 * :class:`Curves`: one metric against a metric or a configuration value, one line per series
   of rows (a series of one row is a single point, named by its configuration);
 * :class:`Dots`: one or more metrics per row, a dot plot with one line per configuration;
-* :class:`Sweep`: a sweep the benchmark kept in its settings (one seed, no interval) instead
-  of rows, drawn like :class:`Curves`;
+* :class:`Sweep`: a sweep the benchmark kept in its settings or in the parameters of one of
+  its notes (one run, no interval) instead of rows, drawn like :class:`Curves`;
 * :class:`Payoff`: the benchmark's straight-line model of a cost from two metrics per row.
 
 A chart whose data is not in the result (a sweep the benchmark ran but did not store) is
@@ -82,7 +82,8 @@ class Sweep:
     """A sweep the benchmark kept in its settings, not in rows: ``values`` (a list per series
     of ``series``, one value of metric ``y`` per x) against ``x`` (one list, or a list per
     series); ``x_title`` is a metric or ``chart.axis-*`` message; each series is named by the
-    technique's message ``<label><name>``."""
+    technique's message ``<label><name>``. With ``note``, the three lists are parameters of
+    the result's note of that id instead of settings."""
 
     y: str
     values: str
@@ -96,6 +97,13 @@ class Sweep:
     rows: bool = False
     """The series names are row ids: the message is the prefix and the row's method, filled
     with its configuration."""
+    note: str = ""
+    """The id of the note whose parameters hold the sweep (empty: the settings)."""
+    y_title: str = ""
+    """A message for the y axis when ``y`` is not a metric of the result (``y`` is then only
+    the caption's name for it, the same message)."""
+    caption: str = ""
+    """A message for the caption (empty: the shared sweep captions)."""
 
 
 @dataclass(frozen=True)
@@ -225,17 +233,32 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             ),
         ),
     ),
-    # reference/gradient_checkpointing/figures.py: the policies figure (memory; step time)
+    # reference/gradient_checkpointing/figures.py: the policies figure (memory; the step's speed
+    # against the baseline, the inverse of the figure's step-time ratio)
     ("gradient-checkpointing", "policies"): (
         Dots(
             ("activation_mb", "peak_activation_mb"),
             ("none", "diffusers", "module", "stage", "sqrt", "accum"),
         ),
-        Dots(
-            ("step_time_ratio",),
-            ("none", "diffusers", "module", "stage", "sqrt", "accum"),
-            ref_line=1.0,
-        ),
+        Dots(("speedup",), ("none", "diffusers", "module", "stage", "sqrt", "accum"), ref_line=1.0),
+    ),
+    # reference/gradient_checkpointing/figures.py: chain_figure, retained and peak memory per
+    # chain length (kept in the chain-law note: ns, series, retained, peak)
+    ("gradient-checkpointing", "chain"): tuple(
+        Sweep(
+            "",
+            values,
+            "ns",
+            "chart.axis-chain-blocks",
+            "series",
+            log_x=True,
+            log_y=True,
+            label="chart.chain-",
+            note="chain-law",
+            y_title=f"chart.axis-chain-{values}",
+            caption="chart.caption-chain",
+        )
+        for values in ("retained", "peak")
     ),
     # reference/low_rank_inference/figures.py: the budget figure, per method
     ("low-rank-inference", "budget"): (
@@ -332,7 +355,6 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
 }
 
 NOT_IN_ROWS: dict[tuple[str, str], str] = {
-    ("gradient-checkpointing", "chain"): "a sweep over chain lengths, not stored in the result",
     ("grid-search", "pareto"): "every grid point; the result keeps only the front's choice",
     ("grid-search", "strategies"): "best value per trial count; not stored in the result",
     ("low-rank-inference", "error-vs-rank"): "a sweep over ranks, not stored in the result",
@@ -476,11 +498,18 @@ def _sweep_label(result: Result, spec: Sweep, name: str, text: ResultText) -> st
     return text.message(f"{spec.label}{row['config']['method']}", params)
 
 
+def sweep_source(result: Result, spec: Sweep) -> dict[str, Any]:
+    """Where a sweep's lists are: the parameters of its note, or the settings."""
+    if not spec.note:
+        return dict(result["settings"])
+    return next((n["params"] for n in result["notes"] if n["id"] == spec.note), {})
+
+
 def sweep_lines(result: Result, spec: Sweep, text: ResultText) -> list[Line]:
-    """One line per series of a settings sweep (no interval: one seed); a value that is not
-    a finite number is left out."""
-    settings = result["settings"]
-    names, values, xs = settings.get(spec.series), settings.get(spec.values), settings.get(spec.x)
+    """One line per series of a sweep (no interval: one run); a value that is not a finite
+    number is left out."""
+    source = sweep_source(result, spec)
+    names, values, xs = source.get(spec.series), source.get(spec.values), source.get(spec.x)
     if not isinstance(names, list) or not isinstance(values, list) or not isinstance(xs, list):
         return []
     lines = []
@@ -558,6 +587,8 @@ def curve_titles(
         x_title = text.message(x)
     else:
         x_title = axis_title(result, x, text, direction=False)
+    if isinstance(spec, Sweep) and spec.y_title:
+        return x_title, text.message(spec.y_title)
     return x_title, axis_title(result, spec.y, text)
 
 
@@ -696,10 +727,13 @@ def _caption(result: Result, spec: Spec, text: ResultText) -> tuple[str, str]:
         alt = {"y": curve_titles(result, spec, text)[1], "x": curve_titles(result, spec, text)[0]}
         return text.message("chart.caption-payoff", params), text.message("chart.alt-curves", alt)
     if isinstance(spec, Curves | Sweep):
-        params = {"y": text.metric(spec.y), "x": curve_titles(result, spec, text)[0]}
+        x_title, y_title = curve_titles(result, spec, text)
+        named = isinstance(spec, Sweep) and spec.y_title
+        params = {"y": y_title if named else text.metric(spec.y), "x": x_title}
         kind = "chart.caption-curves"
         if isinstance(spec, Sweep):
             kind = "chart.caption-sweep-rows" if spec.rows else "chart.caption-sweep"
+            kind = spec.caption or kind
         return text.message(kind, params), text.message("chart.alt-curves", params)
     names = ", ".join(text.metric(m) for m in spec.metrics)
     params = {"metrics": names, "n": len(spec.rows)}
@@ -733,6 +767,8 @@ def figure_charts(result: Result, figure: dict[str, Any], lang: str) -> list[Cha
         caption, alt = _caption(result, spec, text)
         name = chart_name(figure["file"], i)
         inputs = [result["rows"], result["metrics"], result["settings"], repr(spec)]
+        if isinstance(spec, Sweep) and spec.note:
+            inputs.append(sweep_source(result, spec))
         data = json.dumps(inputs, sort_keys=True)
         key = chart_key(name, lang, data, domains=(result["slug"], "results"))
         charts.append(Chart(name=name, caption=caption, alt=alt, key=key, draw=drawing))

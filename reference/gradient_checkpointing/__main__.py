@@ -1,5 +1,5 @@
-"""``python -m reference.gradient_checkpointing``: the shared technique CLI (``--help``)."""
+"""``python -m reference.gradient_checkpointing``: the shared command line (``--help``)."""
 
-from reference.harness.cli import main
+from reference.harness.entry import main
 
 main(__package__)

@@ -1,49 +1,88 @@
 """Benchmark and demo of [`reference.gradient_checkpointing`][reference.gradient_checkpointing] (the
-technique contract of `reference.harness.cli`).
+technique contract of `reference.harness.entry`: it declares a comparison, the harness measures).
 
 Rows: one training step of the zoo U-Net without checkpointing (baseline), with diffusers' own
 ``enable_gradient_checkpointing()`` (reference), per module, per stage and with ``sqrt(n)``
 segments of stages (techniques), and gradient accumulation over micro-batches without
 checkpointing (control: the other way to fit a step into less memory). Beside them, a chain of
-residual blocks where Chen et al.'s ``sqrt(n)`` law is exact.
+residual blocks where Chen et al.'s ``sqrt(n)`` law is exact; its per-``n`` memory is kept in the
+``chain-law`` note, so that the chain figure can be drawn again from the result.
+
+What is declared
+================
+No variant samples (``sample=None``): checkpointing changes neither the weights nor what the
+model computes, and its gradients equal the baseline's by construction, which the tests check and
+the ``gradients-equal`` note reports (a fact, not an aim). Each variant's ``timed`` is one training
+step (forward and backward of every micro-batch), timed interleaved by the harness; its ``facts``
+are what does not vary between calls: the memory counts, the FLOPs and the gradient deviation,
+measured once (`reference.gradient_checkpointing.measure`).
+
+    memory ratio     M(sqrt) / M(none), M retained after the forward pass or peak   (1)
+    speed            median T(none) / median T(policy)                              (2)
+    speed limit      F(none) / F(policy), F = matmul/conv FLOPs of the step          (3)
+
+The claims: (1) at most 1/3 for the retained and for the peak memory (`FactAim`, judged on the
+point value: a byte count has no sampling spread), and (2) at least 1/1.4 (`SpeedupAim`, judged on
+the round bootstrap). For a memory technique the "speedup" (2) is below 1: it is the inverse of
+the step-time ratio, the price of the memory it saves. (3) is an estimate, not a bound: step time
+is not proportional to FLOPs.
+
+Pitfalls
+========
+* The harness times every variant under ``torch.inference_mode()``; a training step needs
+  autograd, so `_training` switches it back on inside the timed call.
+* The timed step does the same work on every call: gradients are zeroed in place
+  (``zero_grad(set_to_none=False)``), and there is no optimizer whose state could grow.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from reference.harness.cli import Option, at_least, int_tuple
-from reference.harness.cost import latency_note
-from reference.harness.results import (
-    Figure,
-    Measurement,
-    Metric,
-    Row,
-    aim,
-    metrics,
-    note,
-    settings_of,
-    speedup_headline,
+from reference.harness.compare import (
+    Comparison,
+    FactAim,
+    HeadlineSpec,
+    Measured,
+    Outcome,
+    Role,
+    SpeedupAim,
+    Variant,
+    outcome,
 )
+from reference.harness.compare import measure as measure_comparison
+from reference.harness.entry import integer, integers
+from reference.harness.results import Figure, Metric, metrics, settings_of
 
 from .figures import chain_figure, unet_figure
 from .measure import (
     MB,
+    PolicyMeasurement,
     chain_curves,
-    growth,
     max_grad_difference,
     measure_policy,
     peak_rss_mb,
     training_batch,
 )
-from .policies import even_segments, sqrt_segments, unet_stages
+from .notes import Study, result_notes
+from .policies import sqrt_segments, unet_stages
 
+CONTRACT = 2
 SLUG = "gradient-checkpointing"
 HEADLINE = "sqrt"
+MEMORY_GAIN = 3.0
+"""The memory aims: at least this many times less activation memory than the baseline (1)."""
+MAX_STEP_TIME = 1.4
+"""The step-time aim: at most this multiple of the baseline's step time, a speed (2) of at least
+its inverse (Chen et al.'s one extra forward pass costs 4/3)."""
+RSS_ROWS = ("none", "module", "sqrt", "accum")
+"""Rows whose peak RSS is measured, each in a fresh process (seconds each)."""
+CHAIN_WIDTH, CHAIN_BATCH = 64, 128
 
 
 @dataclass(frozen=True)
@@ -58,13 +97,15 @@ class Config:
     rss: bool = True
 
     def validate(self) -> None:
-        at_least(self, batch=1)
+        if self.batch < 1:
+            raise ValueError(f"--batch must be >= 1, got {self.batch}")
         if not 2 <= self.microbatches <= self.batch:
             raise ValueError(
                 f"--microbatches must be between 2 and --batch ({self.batch}), "
                 f"got {self.microbatches}"
             )
-        at_least(self, repeats=1, warmup=0)
+        if self.repeats < 2 or self.warmup < 0:
+            raise ValueError("--repeats must be >= 2 (an interquartile range) and --warmup >= 0")
         if len(set(self.chain_ns)) < 2 or min(self.chain_ns) < 1:
             raise ValueError(
                 f"--chain-ns needs two or more distinct lengths >= 1, got {self.chain_ns}"
@@ -72,218 +113,167 @@ class Config:
 
 
 FULL = Config()
-QUICK = Config(batch=8, repeats=2, warmup=1, chain_ns=(4, 9, 16), rss=False)
+QUICK = Config(batch=4, microbatches=2, repeats=2, warmup=0, chain_ns=(4, 9), rss=False)
 DEMO = Config(batch=32, repeats=3, warmup=1, chain_ns=(4, 9, 16, 25, 36, 49, 64), rss=False)
 OPTIONS = (
-    Option("batch"),
-    Option("microbatches"),
-    Option("repeats"),
-    Option("warmup"),
-    Option("chain_ns", int_tuple, "N,N,..."),
+    integer("batch", low=1, high=512),
+    integer("microbatches", low=2, high=512),
+    integer("repeats", low=2, high=200),
+    integer("warmup", low=0, high=20),
+    integers("chain_ns", low=1, high=400, min_count=2),
 )
 
+AIMS = (
+    FactAim("retained-memory", HEADLINE, "none", "activation_mb", "<=", 1 / MEMORY_GAIN),
+    SpeedupAim("step-time", HEADLINE, "none", ">=", 1 / MAX_STEP_TIME),
+    FactAim("peak-memory", HEADLINE, "none", "peak_activation_mb", "<=", 1 / MEMORY_GAIN),
+)
+"""The technique's claims against the baseline: (1) for both memories, (2) for the step time."""
 
-def row_specs(
-    unet: torch.nn.Module, cfg: Config
-) -> list[tuple[str, str, int, dict[str, Any], str]]:
-    """``(row id, policy, micro-batches, config, role)`` of every measured row."""
-    n = len(unet_stages(unet))
+
+@dataclass(frozen=True)
+class RowSpec:
+    """A measured row: its id, checkpointing policy, micro-batches, configuration and role."""
+
+    id: str
+    policy: str
+    microbatches: int
+    config: dict[str, Any]
+    role: Role
+
+
+def row_specs(stages: int, cfg: Config) -> list[RowSpec]:
+    """Every row of a U-Net with ``stages`` stages (`unet_stages`)."""
+    segments = sqrt_segments(stages)
+    accum = {"method": "micro-batches", "k": cfg.microbatches}
     return [
-        ("none", "none", 1, {"method": "no-checkpointing"}, "baseline"),
-        ("diffusers", "diffusers", 1, {"method": "diffusers-checkpointing"}, "reference"),
-        ("module", "module", 1, {"method": "per-module"}, "technique"),
-        ("stage", "stage", 1, {"method": "per-stage", "segments": n}, "technique"),
-        ("sqrt", "sqrt", 1, {"method": "sqrt-segments", "segments": sqrt_segments(n)}, "technique"),
-        ("accum", "none", cfg.microbatches, {"method": "micro-batches", "k": cfg.microbatches},
-         "control"),
-    ]  # fmt: skip
-
-
-def measure_rows(unet: torch.nn.Module, cfg: Config) -> tuple[list[Row], Any, dict[str, Any]]:
-    """Memory, FLOPs, gradients and interleaved step times of every row."""
-    from reference.harness import compare_latency
-
-    b = training_batch(cfg.batch)
-    specs = row_specs(unet, cfg)
-    measured, steps = {}, {}
-    for key, policy, micro, _, _ in specs:
-        measured[key], steps[key] = measure_policy(unet, policy, b, micro)
-    lat = compare_latency(steps, repeats=cfg.repeats, warmup=cfg.warmup)
-    rss = {}
-    if cfg.rss:
-        probed = ("none", "module", "sqrt", "accum")  # each a fresh process (seconds)
-        rss = {k: peak_rss_mb(p, cfg.batch, m) for k, p, m, _, _ in specs if k in probed}
-        rss["idle"] = peak_rss_mb(None, cfg.batch)
-    rows = []
-    for key, _, _, config, role in specs:
-        m, base = measured[key], measured["none"]
-        values: dict[str, float | None] = {
-            "activation_mb": m.saved_bytes / MB,
-            "peak_activation_mb": m.peak_bytes / MB,
-            "step_ms": lat.median_ms(key),
-            "step_time_ratio": lat.median_ms(key) / lat.median_ms("none"),
-            "step_gflops": m.flops / cfg.batch / 1e9,
-            "grad_max_abs_diff": max_grad_difference(m.grads, base.grads),
-        }
-        if cfg.rss:
-            values["peak_rss_mb"] = rss.get(key)
-        ratio_ci = {}
-        if key != "none":  # step-time ratio = 1 / speedup: its interval is the reciprocal one
-            lo, hi = lat.speedup_interval(key)
-            ratio_ci = {"step_time_ratio": (1 / hi, 1 / lo)}
-        rows.append(Row(key, config, role, values, intervals=ratio_ci,  # type: ignore[arg-type]
-                        spread={"step_ms": lat.iqr_ms(key)}))  # fmt: skip
-    flops = {k: m.flops for k, m in measured.items()}
-    return rows, lat, {"flops": flops, "rss": rss}
-
-
-def _notes(unet: torch.nn.Module, cfg: Config, v: dict, lat: Any, extra: dict, curves: Any) -> list:
-    h, base, accum = v[HEADLINE], v["none"], v["accum"]
-    stages = [name for name, _ in unet_stages(unet)]
-    last = even_segments(len(stages), sqrt_segments(len(stages)))[-1]
-    techniques = ("module", "stage", "sqrt")
-    best = min(techniques, key=lambda k: v[k]["peak_activation_mb"])
-    flops = extra["flops"]
-    notes = [
-        note(
-            "setup",
-            batch=cfg.batch,
-            params_mb=sum(p.numel() for p in unet.parameters()) * 4 / MB,
-            retained=base["activation_mb"],
-        ),
-        note(
-            "gradients-equal",
-            diff=max(v[k]["grad_max_abs_diff"] for k in ("diffusers", *techniques)),
-            accum_diff=accum["grad_max_abs_diff"],
-        ),
-        note(
-            "retained-not-peak",
-            retained=h["activation_mb"],
-            gain=base["activation_mb"] / h["activation_mb"],
-            peak=h["peak_activation_mb"],
-            peak_gain=base["peak_activation_mb"] / h["peak_activation_mb"],
-            first=stages[last[0]],
-            last=stages[last[-1]],
-            best=best,
-            best_peak=v[best]["peak_activation_mb"],
-        ),
-        note(
-            "step-time",
-            iqr=100 * lat.iqr_ms("none") / lat.median_ms("none"),
-            flop_ratio=flops[HEADLINE] / flops["none"],
-        ),
-        note(
-            "control",
-            k=cfg.microbatches,
-            gain=base["activation_mb"] / accum["activation_mb"],
-            ratio=accum["step_time_ratio"],
-        ),
-        note(
-            "chain-law",
-            plain=growth(curves.saved["none"], curves.ns),
-            per_block=growth(curves.saved["per-block"], curves.ns),
-            sqrt=growth(curves.saved["sqrt"], curves.ns),
-            peak_sqrt=growth(curves.peak["sqrt"], curves.ns),
-        ),
-        note("positional-tensors"),
-        latency_note(cfg.repeats, cfg.batch),
+        RowSpec("none", "none", 1, {"method": "no-checkpointing"}, "baseline"),
+        RowSpec("diffusers", "diffusers", 1, {"method": "diffusers-checkpointing"}, "reference"),
+        RowSpec("module", "module", 1, {"method": "per-module"}, "technique"),
+        RowSpec("stage", "stage", 1, {"method": "per-stage", "segments": stages}, "technique"),
+        RowSpec("sqrt", "sqrt", 1, {"method": "sqrt-segments", "segments": segments}, "technique"),
+        RowSpec("accum", "none", cfg.microbatches, accum, "control"),
     ]
-    if extra["rss"]:
-        rss = extra["rss"]
-        notes.append(
-            note("peak-rss", **{k: rss[k] for k in ("idle", "none", "module", "sqrt", "accum")})
-        )
-    return notes
 
 
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Measure every policy on the zoo teacher and the chain; write the figures into ``out``."""
+def _training(step: Callable[[], None]) -> Callable[[], None]:
+    """``step`` with autograd switched on again inside the harness's inference mode."""
+
+    def run() -> None:
+        with torch.inference_mode(False), torch.enable_grad():
+            step()
+
+    return run
+
+
+def facts_of(m: PolicyMeasurement, base: PolicyMeasurement, batch: int) -> dict[str, float]:
+    """A row's counted figures: retained and peak activation MB, GFLOPs per sample (with the
+    recomputation), and the largest gradient deviation from the baseline."""
+    return {
+        "activation_mb": m.saved_bytes / MB,
+        "peak_activation_mb": m.peak_bytes / MB,
+        "step_gflops": m.flops / batch / 1e9,
+        "grad_max_abs_diff": max_grad_difference(m.grads, base.grads),
+    }
+
+
+def comparison(cfg: Config, unet: torch.nn.Module) -> tuple[Comparison, Study]:
+    """Every row's step on its own copy of ``unet``, measured once for its facts; the harness
+    times the steps and judges `AIMS`."""
+    b = training_batch(cfg.batch)
+    specs = row_specs(len(unet_stages(unet)), cfg)
+    measured = {s.id: measure_policy(unet, s.policy, b, s.microbatches) for s in specs}
+    base = measured["none"][0]
+    rss: dict[str, float] = {}
+    if cfg.rss:
+        probed = [s for s in specs if s.id in RSS_ROWS]
+        rss = {s.id: peak_rss_mb(s.policy, cfg.batch, s.microbatches) for s in probed}
+        rss["idle"] = peak_rss_mb(None, cfg.batch)
+    variants = []
+    for s in specs:
+        m, step = measured[s.id]
+        facts = facts_of(m, base, cfg.batch)
+        if s.id in rss:
+            facts["peak_rss_mb"] = rss[s.id]
+        variants.append(Variant(s.id, s.config, s.role, timed=_training(step), facts=facts))
+    flops = {k: m.flops for k, (m, _) in measured.items()}
+    retained = {v.id: v.facts["activation_mb"] for v in variants}
+    c = Comparison(
+        variants=tuple(variants),
+        metrics=_metrics(cfg),
+        score=lambda x, same_seed: {},
+        seeds=(),
+        aims=AIMS,
+        headline=HeadlineSpec(
+            HEADLINE,
+            limit=flops["none"] / flops[HEADLINE],  # (3), an estimate
+            limit_kind="estimate",
+            memory_ratio=retained[HEADLINE] / retained["none"],  # (1)
+        ),
+        repeats=cfg.repeats,
+        warmup=cfg.warmup,
+    )
+    return c, Study(flops, rss, chain_curves(cfg.chain_ns, CHAIN_WIDTH, CHAIN_BATCH))
+
+
+def _metrics(cfg: Config) -> Mapping[str, Metric]:
+    rss = ("peak_rss_mb",) if cfg.rss else ()
+    return metrics(
+        "latency_ms",
+        "speedup",
+        "activation_mb",
+        *rss,
+        peak_activation_mb=Metric("MB", "lower"),
+        step_gflops=Metric("GFLOP", "lower"),
+        grad_max_abs_diff=Metric("", "lower"),
+    )
+
+
+def _measured(cfg: Config) -> tuple[torch.nn.Module, Measured, Study]:
     from reference import zoo
 
     unet = zoo.load_teacher()
-    rows, lat, extra = measure_rows(unet, cfg)
-    curves = chain_curves(cfg.chain_ns)
+    c, study = comparison(cfg, unet)
+    return unet, measure_comparison(c), study
+
+
+def measure(cfg: Config, staging: Path) -> Outcome:
+    """Measure every policy on the zoo teacher and the chain; write the two figures."""
+    unet, m, study = _measured(cfg)
     figures = [Figure(f"{SLUG}-unet.png", "policies"), Figure(f"{SLUG}-chain.png", "chain")]
-    unet_figure(rows, out / figures[0].file)
-    chain_figure(curves, out / figures[1].file)
-    v = {r.id: r.values for r in rows}
-    h, base = v[HEADLINE], v["none"]
-    head = next(r for r in rows if r.id == HEADLINE)
-    flops = extra["flops"]
-    aims = [
-        aim(
-            "retained-memory",
-            base["activation_mb"] / h["activation_mb"],
-            3.0,
-            ">=",
-            row=HEADLINE,
-            against="none",
-        ),
-        aim(
-            "step-time",
-            h["step_time_ratio"],
-            1.4,
-            "<=",
-            interval=head.intervals["step_time_ratio"],
-            row=HEADLINE,
-            against="none",
-        ),
-        aim(
-            "peak-memory",
-            base["peak_activation_mb"] / h["peak_activation_mb"],
-            3.0,
-            ">=",
-            row=HEADLINE,
-            against="none",
-        ),
-    ]
-    return Measurement(
+    unet_figure(m.rows, staging / figures[0].file)
+    chain_figure(study.chain, staging / figures[1].file)
+    return outcome(
+        m,
         settings=settings_of(
-            cfg, dtype="float32", use_reentrant=False, chain_width=64, chain_batch=128
+            cfg,
+            dtype="float32",
+            use_reentrant=False,
+            chain_width=CHAIN_WIDTH,
+            chain_batch=CHAIN_BATCH,
         ),
-        metrics=metrics(
-            "activation_mb",
-            peak_activation_mb=Metric("MB", "lower"),
-            step_ms=Metric("ms", "lower"),
-            step_time_ratio=Metric("x", "lower"),
-            step_gflops=Metric("GFLOP", "lower"),
-            grad_max_abs_diff=Metric("", "lower"),
-            **({"peak_rss_mb": metrics("peak_rss_mb")["peak_rss_mb"]} if cfg.rss else {}),
-        ),
-        rows=rows,
-        headline=speedup_headline(
-            HEADLINE,
-            lat,
-            limit=flops["none"] / flops[HEADLINE],
-            limit_kind="estimate",
-            memory_ratio=h["activation_mb"] / base["activation_mb"],
-        ),
-        aims=aims,
-        notes=_notes(unet, cfg, v, lat, extra, curves),
+        notes=result_notes(unet, cfg, m, study, HEADLINE),
         figures=figures,
     )
 
 
 def demo(cfg: Config, out: Path) -> None:
     """Every policy on one training step, and the chain's sqrt(n) law: two tables, two figures."""
-    from reference import zoo
-
-    rows, _, _ = measure_rows(zoo.load_teacher(), cfg)
+    _, m, study = _measured(cfg)
     print(f"One training step of the zoo U-Net, batch {cfg.batch} (MB = {MB} bytes)")
-    print(
-        f"{'row':10} {'retained MB':>12} {'peak MB':>9} {'step ms':>9} {'x time':>7} {'max|dg|':>9}"
-    )
-    for r in rows:
+    print(f"{'row':10} {'retained MB':>12} {'peak MB':>9} {'step ms':>9}", end=" ")
+    print(f"{'speed':>7} {'max|dg|':>9}")
+    for r in m.rows:
         v = r.values
         print(
             f"{r.id:10} {v['activation_mb']:12.2f} {v['peak_activation_mb']:9.2f} "
-            f"{v['step_ms']:9.1f} {v['step_time_ratio']:7.2f} {v['grad_max_abs_diff']:9.1e}"
+            f"{v['latency_ms']:9.1f} {v['speedup']:7.2f} {v['grad_max_abs_diff']:9.1e}"
         )
-    curves = chain_curves(cfg.chain_ns)
+    curves = study.chain
     print("\nChain of n residual blocks: retained activation memory (units of one block input)")
     print(f"{'n':>5} " + " ".join(f"{k:>10}" for k in curves.saved))
     for i, n in enumerate(curves.ns):
         print(f"{n:5d} " + " ".join(f"{c[i]:10.1f}" for c in curves.saved.values()))
-    fig1 = unet_figure(rows, out / f"{SLUG}-demo-unet.png")
+    fig1 = unet_figure(m.rows, out / f"{SLUG}-demo-unet.png")
     fig2 = chain_figure(curves, out / f"{SLUG}-demo-chain.png")
     print(f"\nwrote {fig1} and {fig2}")

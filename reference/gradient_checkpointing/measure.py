@@ -11,7 +11,8 @@ For each one this module measures, in one process:
 * matmul/conv FLOPs of the whole step, recomputation included;
 * the parameter gradients (compared with the baseline's);
 
-and returns the step itself for `reference.harness.compare_latency`.
+and returns the step itself, which the benchmark declares as its variant's timed call
+(`reference.harness.compare`).
 """
 
 from __future__ import annotations
