@@ -194,6 +194,8 @@ def test_quick_benchmark_writes_a_valid_non_standard_result(
     assert data is not None
     if data["schema_version"] == 4:  # sealed; every derived figure follows from the raw ones
         assert check_result(data, technique.slug) == [] and "digest" in data
+        if "rms_to_solution" in data["metrics"]:  # a training-free approximation (issue 21)
+            assert data["headline"]["quality_metric"] == "rms_to_solution"
     else:
         assert validate_result(data) == []
     for lang in LANGS:

@@ -310,7 +310,7 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
         )
         for x, title in (("nfe_grid", "nfe"), ("sweep_seconds", "chart.axis-sweep-seconds"))
     ),
-    # reference/tpu_deployment/bench.py: _figures (compile_s + images x median per image)
+    # reference/tpu_deployment/report.py: figures (compile_s + images x median per image)
     ("tpu-deployment", "payoff"): (
         Payoff(
             "compile_s", "ms_per_image", ("torch", "per-step", "compiled"), "n", (0, 1, 4, 16, 64)
@@ -347,7 +347,7 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             log_x=True,
         ),
     ),
-    # reference/tpu_deployment/bench.py: _figures (latency bar chart; its error bars were the
+    # reference/tpu_deployment/report.py: figures (latency bar chart; its error bars were the
     # inter-quartile range, which the rows keep as a spread, not as an interval)
     ("tpu-deployment", "latency"): (
         Dots(("latency_ms",), ("torch", "compiled", "per-step", "sharded", "bf16")),

@@ -1,13 +1,18 @@
-"""The measurements of [`reference.tpu_deployment.bench`][reference.tpu_deployment.bench]: five ways
-to run the same DDIM loop.
+"""The ways of running one DDIM loop that the benchmark compares
+([`reference.tpu_deployment.bench`][reference.tpu_deployment.bench]): built and compiled here,
+measured by the harness (`reference.harness.compare`).
 
-``torch`` (the harness sampler on the diffusers U-Net, eager), ``compiled`` (the whole loop as one
-XLA program), ``per-step`` (a jitted step dispatched from Python), and with ``full_rows`` the whole
-loop sharded over the host devices and in bfloat16; plus a stream of requests served with and
-without batch buckets. Everything runs on JAX's **CPU** backend.
-[`quality_samplers`][reference.tpu_deployment.measure.quality_samplers] gives the samplers whose
-quality the benchmark measures on paired noise seeds (torch, the compiled loop and, with
-``full_rows``, its bfloat16 variant).
+``torch`` (the harness's DDIM on the clipped ODE, `reference.harness.ode.solve`, on the diffusers
+U-Net, eager), ``compiled`` (the JAX port's whole loop as one XLA program), ``per-step`` (a jitted
+step dispatched from Python) and, with ``full_rows``, the whole loop sharded over the host devices
+and in bfloat16. Every way solves the same clipped ODE (equations (1)-(3) of
+`reference.harness.ode`, `reference.tpu_deployment.sampler.ddim_update` in JAX).
+
+[`measure`][reference.tpu_deployment.measure.measure] measures what the harness does not: each
+program's first call on the timed batch (compilation plus one run), how far the programs that
+are only timed land from the torch samples of that batch, and a stream of requests served with
+and without batch buckets. It returns the programs ready to time and the samplers of the paired
+quality seeds (`Ways`). Everything runs on JAX's **CPU** backend.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import require_jax
+
+LATENCY_SEED = 1000
+"""Noise seed of the timed batch (apart from the quality seeds)."""
 
 
 def load_teacher_params(dtype: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -36,24 +44,22 @@ def load_teacher_params(dtype: Any = None) -> tuple[dict[str, Any], dict[str, An
 
 
 @dataclass
-class Runs:
-    """Raw outcome of [`measure`][reference.tpu_deployment.measure.measure] (latencies in ms,
-    compile times in s)."""
+class Ways:
+    """The programs under comparison: ``timed[row]()`` runs the timed batch of ``n`` images;
+    ``sample[row](seed)`` samples ``n_quality`` images NCHW from the noise of ``seed`` (torch,
+    the loop and, with ``full_rows``, bfloat16); ``solution(seed)`` is the converged clipped-ODE
+    solution from that noise. ``first_s`` is each program's first call on the timed batch
+    (seconds), ``max_abs`` the largest pixel deviation of its timed batch from torch's."""
 
     n: int
     steps: int
-    latency: Any
-    samples: dict[str, Any]
-    compile_s: dict[str, float]
+    timed: dict[str, Callable[[], Any]]
+    sample: dict[str, Callable[[int], Any]]
+    solution: Callable[[int], Any]
+    first_s: dict[str, float]
     max_abs: dict[str, float]
     stream: dict[str, dict[str, float]] = field(default_factory=dict)
     devices: int = 1
-
-
-def _first_call(fn: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
 
 
 def serve_stream(
@@ -77,129 +83,147 @@ def serve_stream(
     return {"seconds": time.perf_counter() - start, "compilations": sampler.compilations()}
 
 
-def measure(
-    n: int,
-    steps: int,
-    guidance_scale: float,
-    repeats: int,
-    warmup: int,
-    full_rows: bool,
-    stream: Sequence[int] = (),
-    buckets: Sequence[int] = (),
-) -> Runs:
-    """Run torch eager, the compiled JAX loop, per-step dispatch (and sharded/bf16 rows)."""
-    require_jax()
-    import jax.numpy as jnp
+def _torch_way(steps: int, g: float) -> Callable[[Any, Any], Any]:
+    """``run(noise, labels)``: the torch baseline, DDIM on the clipped ODE."""
+    from reference import zoo
+    from reference.harness import model_eps_fn
+    from reference.harness.ode import solve
+
+    eps = model_eps_fn(zoo.load_teacher())
+
+    def run(noise: Any, labels: Any) -> Any:
+        return solve(eps, noise, steps=steps, labels=labels, guidance_scale=g)
+
+    return run
+
+
+def _jax_way(sampler: Any, weights: Any, per_step: bool = False) -> Callable[[Any, Any], Any]:
+    """``run(noise, labels)`` of a JAX program on NCHW torch tensors, returning NCHW torch."""
     import numpy as np
     import torch
 
-    from reference import zoo
-    from reference.harness import class_labels, compare_latency, make_noise, model_eps_fn, sample
+    from .unet import nchw_to_nhwc, nhwc_to_nchw
+
+    go = sampler.per_step if per_step else sampler.compiled
+
+    def run(noise: Any, labels: Any) -> Any:
+        out = go(*sampler.place(weights, nchw_to_nhwc(noise.numpy()), labels.numpy()))
+        return torch.from_numpy(np.array(nhwc_to_nchw(np.asarray(out))))
+
+    return run
+
+
+def _ways(steps: int, g: float, full_rows: bool) -> tuple[dict[str, Callable[..., Any]], int]:
+    """``{row: run(noise, labels)}`` for every row, and the number of devices of the mesh."""
+    import jax.numpy as jnp
+
+    from reference.harness.ode import schedule
 
     from .sampler import Sampler, data_mesh, ddim_tables
-    from .unet import cast_params, nchw_to_nhwc, nhwc_to_nchw
+    from .unet import cast_params
 
     params, ucfg = load_teacher_params()
-    unet = zoo.load_teacher()
-    noise_t, labels_t = make_noise(n, seed=0), class_labels(n)
-    noise, labels = nchw_to_nhwc(noise_t.numpy()), labels_t.numpy()
-    tables = ddim_tables(zoo.teacher_scheduler(), steps)
-    g = guidance_scale
-
-    def torch_run() -> Any:
-        eps = model_eps_fn(unet)
-        return sample(
-            eps, zoo.teacher_scheduler(), noise_t, steps=steps, labels=labels_t, guidance_scale=g
-        )
-
-    plain = Sampler(ucfg, tables, guidance_scale=g)
-    placed = plain.place(params, noise, labels)
-    runs: dict[str, Callable[[], Any]] = {
-        "torch": torch_run,
-        "compiled": lambda: plain.compiled(*placed),
-        "per-step": lambda: plain.per_step(*placed),
+    tables = ddim_tables(schedule(), steps)
+    loop = Sampler(ucfg, tables, guidance_scale=g)
+    ways = {
+        "torch": _torch_way(steps, g),
+        "compiled": _jax_way(loop, params),
+        "per-step": _jax_way(loop, params, per_step=True),
     }
-    devices = 1
-    if full_rows:
-        mesh = data_mesh()
-        devices = mesh.size
-        sharded = Sampler(ucfg, tables, guidance_scale=g, mesh=mesh)
-        placed_sh = sharded.place(params, noise, labels)
-        bf16 = Sampler(ucfg, tables, guidance_scale=g, compute_dtype=jnp.bfloat16)
-        placed_bf = bf16.place(cast_params(params, jnp.bfloat16), noise, labels)
-        runs["sharded"] = lambda: sharded.compiled(*placed_sh)
-        runs["bf16"] = lambda: bf16.compiled(*placed_bf)
+    if not full_rows:
+        return ways, 1
+    mesh = data_mesh()
+    sharded = Sampler(ucfg, tables, guidance_scale=g, mesh=mesh)
+    bf16 = Sampler(ucfg, tables, guidance_scale=g, compute_dtype=jnp.bfloat16)
+    ways["sharded"] = _jax_way(sharded, params)
+    ways["bf16"] = _jax_way(bf16, cast_params(params, jnp.bfloat16))
+    return ways, int(mesh.size)
 
-    samples: dict[str, Any] = {}
-    first: dict[str, float] = {}
-    for name, run in runs.items():
+
+def _bind(run: Callable[[Any, Any], Any], noise: Any, labels: Any) -> Callable[[], Any]:
+    return lambda: run(noise, labels)
+
+
+def _first_calls(timed: dict[str, Callable[[], Any]]) -> tuple[dict[str, float], dict[str, Any]]:
+    """Seconds and output of each program's first call (a JAX program compiles in it)."""
+    import torch
+
+    seconds, outputs = {}, {}
+    for name, run in timed.items():
+        start = time.perf_counter()
         with torch.inference_mode():
-            out, first[name] = _first_call(run)
-        samples[name] = (
-            out if name == "torch" else torch.from_numpy(np.array(nhwc_to_nchw(np.asarray(out))))
-        )
-    with torch.inference_mode():
-        lat = compare_latency(runs, repeats=repeats, warmup=warmup)
-    compile_s = {k: max(first[k] - lat.median_ms(k) / 1000, 0.0) for k in runs if k != "torch"}
-    ref = samples["torch"]
-    max_abs = {k: float((v - ref).abs().max()) for k, v in samples.items()}
+            outputs[name] = run()
+        seconds[name] = time.perf_counter() - start
+    return seconds, outputs
+
+
+def _quality_samplers(
+    ways: dict[str, Callable[..., Any]], n_quality: int
+) -> dict[str, Callable[[int], Any]]:
+    from reference.harness import class_labels, make_noise
+
+    labels = class_labels(n_quality)
+    rows = [r for r in ("torch", "compiled", "bf16") if r in ways]
+    return {r: (lambda seed, run=ways[r]: run(make_noise(n_quality, seed), labels)) for r in rows}
+
+
+def _solution(n_quality: int, g: float, steps: int) -> Callable[[int], Any]:
+    """The converged clipped-ODE solution of the torch teacher from the noise of a seed."""
+    from reference import zoo
+    from reference.harness import class_labels, make_noise, model_eps_fn
+    from reference.harness.ode import solution
+
+    eps, labels = model_eps_fn(zoo.load_teacher()), class_labels(n_quality)
+    return lambda seed: solution(
+        eps, make_noise(n_quality, seed), labels=labels, guidance_scale=g, steps=steps
+    )
+
+
+def measure(
+    n: int,
+    n_quality: int,
+    steps: int,
+    guidance_scale: float,
+    full_rows: bool,
+    solution_steps: int,
+    stream: Sequence[int] = (),
+    buckets: Sequence[int] = (),
+) -> Ways:
+    """Build every way of running the loop, call each once on the timed batch (compiling the
+    JAX programs), serve the request stream (``full_rows``), and return them (`Ways`)."""
+    require_jax()
+    from reference.harness import class_labels, make_noise
+
+    from .sampler import Sampler, ddim_tables
+
+    ways, devices = _ways(steps, guidance_scale, full_rows)
+    noise, labels = make_noise(n, seed=LATENCY_SEED), class_labels(n)
+    timed = {name: _bind(run, noise, labels) for name, run in ways.items()}
+    first_s, outputs = _first_calls(timed)
+    max_abs = {k: float((v - outputs["torch"]).abs().max()) for k, v in outputs.items()}
     served: dict[str, dict[str, float]] = {}
     if full_rows and stream:
+        from reference.harness.ode import schedule
+
+        params, ucfg = load_teacher_params()
+        tables = ddim_tables(schedule(), steps)
 
         def factory() -> Any:
-            return Sampler(ucfg, tables, guidance_scale=g)
+            return Sampler(ucfg, tables, guidance_scale=guidance_scale)
 
         for policy, sizes in (("exact", ()), ("buckets", buckets)):
             served[policy] = serve_stream(factory, params, stream, sizes)
-    return Runs(n, steps, lat, samples, compile_s, max_abs, served, devices)
-
-
-def quality_samplers(
-    n: int, steps: int, guidance_scale: float, full_rows: bool
-) -> dict[str, Callable[[int], Any]]:
-    """``{row: seed -> samples}``: torch, the compiled JAX loop and (``full_rows``) its bfloat16
-    variant, each sampling ``n`` images NCHW from ``make_noise(n, seed)`` with balanced labels
-    (the same noise for every row on a seed). The loops are new programs for this batch shape."""
-    require_jax()
-    import jax.numpy as jnp
-    import numpy as np
-    import torch
-
-    from reference import zoo
-    from reference.harness import class_labels, make_noise, model_eps_fn, sample
-
-    from .sampler import Sampler, ddim_tables
-    from .unet import cast_params, nchw_to_nhwc, nhwc_to_nchw
-
-    params, ucfg = load_teacher_params()
-    unet, labels = zoo.load_teacher(), class_labels(n)
-    tables = ddim_tables(zoo.teacher_scheduler(), steps)
-
-    def torch_run(seed: int) -> Any:
-        with torch.inference_mode():
-            eps = model_eps_fn(unet)
-            sched = zoo.teacher_scheduler()
-            noise = make_noise(n, seed)
-            return sample(
-                eps, sched, noise, steps=steps, labels=labels, guidance_scale=guidance_scale
-            )
-
-    def jax_run(sampler: Sampler, weights: Any) -> Callable[[int], Any]:
-        def run(seed: int) -> Any:
-            x = nchw_to_nhwc(make_noise(n, seed).numpy())
-            out = sampler.compiled(*sampler.place(weights, x, labels.numpy()))
-            return torch.from_numpy(np.array(nhwc_to_nchw(np.asarray(out))))
-
-        return run
-
-    runs: dict[str, Callable[[int], Any]] = {
-        "torch": torch_run,
-        "compiled": jax_run(Sampler(ucfg, tables, guidance_scale=guidance_scale), params),
-    }
-    if full_rows:
-        bf16 = Sampler(ucfg, tables, guidance_scale=guidance_scale, compute_dtype=jnp.bfloat16)
-        runs["bf16"] = jax_run(bf16, cast_params(params, jnp.bfloat16))
-    return runs
+    return Ways(
+        n,
+        steps,
+        timed,
+        _quality_samplers(ways, n_quality),
+        _solution(n_quality, guidance_scale, solution_steps),
+        first_s,
+        max_abs,
+        served,
+        devices,
+    )
 
 
 def break_even_images(compile_s: float, per_image_other_ms: float, per_image_ms: float) -> float:

@@ -1,8 +1,19 @@
-"""DDIM sampling as one XLA program, batch buckets and data parallelism over a device mesh.
+"""DDIM on the clipped ODE as one XLA program, batch buckets and data parallelism over a mesh.
 
-* [`ddim_tables`][reference.tpu_deployment.sampler.ddim_tables] reads the timesteps and cumulative
-  alphas from the diffusers ``DDIMScheduler`` itself (the single source of truth), so the JAX loop
-  takes the same steps.
+* [`ddim_tables`][reference.tpu_deployment.sampler.ddim_tables] reads the cumulative alphas from
+  the diffusers scheduler of the zoo and the timesteps from the harness's trailing grid
+  (`reference.harness.ode.grid`), so the JAX loop takes exactly the steps of the torch baseline
+  (`reference.harness.ode.solve` with ``sampler="ddim"``), the last one to ``alpha_bar = 1``.
+* [`ddim_update`][reference.tpu_deployment.sampler.ddim_update] is one step of that baseline,
+  equations (1)-(3) of `reference.harness.ode` (Song et al. 2021, arXiv:2010.02502, eq. 12 with
+  sigma = 0, applied to the clipped denoiser)::
+
+      x0  = clip((x_t - sqrt(1 - a_t) eps) / sqrt(a_t), -1, 1)                   (1)
+      eps~ = (x_t - sqrt(a_t) x0) / sqrt(1 - a_t)                                 (2)
+      x_s = sqrt(a_s) x0 + sqrt(1 - a_s) eps~                                     (3)
+
+  (2) re-derives the noise from the clipped x0, so every sampler of the project solves one ODE;
+  keeping the raw ``eps`` in (3), as diffusers' DDIM with ``clip_sample`` does, solves another.
 * [`Sampler`][reference.tpu_deployment.sampler.Sampler] builds two programs from the same step
   function: ``compiled`` (the whole loop inside ``jax.jit`` with ``lax.fori_loop``: one dispatch per
   batch) and ``per_step`` (``jax.jit`` of one step, called ``steps`` times from Python: one dispatch
@@ -14,6 +25,12 @@
   axis (``NamedSharding(mesh, P("data"))``) and the parameters replicated (``P()``); XLA's SPMD
   partitioner turns the one global program into per-device programs. Rows of a batch are
   independent, so data parallelism needs no communication inside the loop.
+
+Pitfall: at t = 999, ``a_t`` is 2.4e-9, so (1) multiplies a float32 rounding difference of
+``eps`` by about 2e4 before the clip; the pixels it does not clip carry that difference on, scaled
+down by ``sqrt(a_s)`` in (3). Two frameworks therefore agree to a few 1e-5 at 50 steps (3.5e-5
+measured for the zoo teacher, where ``sqrt(a_s)`` is 0.03), not to 1e-7, and less with fewer
+steps (about 1e-3 at 2 steps, where the next grid point is t = 499).
 """
 
 from __future__ import annotations
@@ -36,8 +53,9 @@ DEFAULT_BUCKETS = (8, 16, 32, 64, 128, 256, 512)
 
 @dataclass(frozen=True)
 class DDIMTables:
-    """Per-step constants of deterministic DDIM (eta = 0): ``t_i``, ``alpha_bar(t_i)`` and
-    ``alpha_bar`` of the next (less noisy) timestep, plus the ``clip_sample`` range (0 = none)."""
+    """Per-step constants of deterministic DDIM on the clipped ODE: ``t_i``, ``a_t =
+    alpha_bar(t_i)``, ``a_s`` of the next grid point (1 after the last step) and the clip range
+    of (1) (0 = no clipping, a latent model)."""
 
     timesteps: np.ndarray
     alpha: np.ndarray
@@ -45,31 +63,28 @@ class DDIMTables:
     clip: float
 
 
-def ddim_tables(scheduler: Any, steps: int) -> DDIMTables:
-    """Constants of ``steps`` DDIM steps of a fresh diffusers ``DDIMScheduler``."""
+def ddim_tables(scheduler: Any, steps: int, clip: float = 1.0) -> DDIMTables:
+    """Constants of ``steps`` DDIM steps on the trailing grid of `reference.harness.ode`, with
+    the cumulative alphas of ``scheduler`` (a diffusers scheduler of the zoo's schedule)."""
+    from reference.harness.ode import grid
+
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    scheduler.set_timesteps(steps)
-    ts = scheduler.timesteps.numpy().astype(np.int32)
     acp = scheduler.alphas_cumprod.numpy().astype(np.float32)
-    stride = scheduler.config.num_train_timesteps // scheduler.num_inference_steps
-    prev = ts - stride
-    final = float(scheduler.final_alpha_cumprod)
-    alpha_prev = np.where(prev >= 0, acp[np.clip(prev, 0, None)], final).astype(np.float32)
-    clip = float(scheduler.config.clip_sample_range) if scheduler.config.clip_sample else 0.0
-    return DDIMTables(ts, acp[ts], alpha_prev, clip)
+    ts = grid(steps, len(acp)).numpy().astype(np.int32)
+    alpha_prev = np.append(acp[ts[1:]], np.float32(1.0)).astype(np.float32)  # last step: a_s = 1
+    return DDIMTables(ts, acp[ts], alpha_prev, float(clip))
 
 
 def ddim_update(
     x: jax.Array, eps: jax.Array, alpha: jax.Array, alpha_prev: jax.Array, clip: float
 ) -> jax.Array:
-    """One DDIM step (Song et al. 2020, arXiv:2010.02502, eq. 12 with sigma = 0):
-    ``x0 = (x - sqrt(1 - a) eps) / sqrt(a)``; ``x' = sqrt(a') x0 + sqrt(1 - a') eps``."""
-    x0 = (x - jnp.sqrt(1.0 - alpha) * eps) / jnp.sqrt(alpha)  # Eq. (12): "predicted x0"
+    """One DDIM step t -> s on the clipped ODE, equations (1)-(3) (``clip = 0``: no clipping)."""
+    x0 = (x - jnp.sqrt(1.0 - alpha) * eps) / jnp.sqrt(alpha)  # (1) before the clip
     if clip > 0:
-        x0 = jnp.clip(x0, -clip, clip)  # diffusers' clip_sample
-    # Eq. (12), sigma_t = 0: "direction pointing to x_t" + sqrt(alpha_prev) x0, no noise term
-    return jnp.sqrt(alpha_prev) * x0 + jnp.sqrt(1.0 - alpha_prev) * eps
+        x0 = jnp.clip(x0, -clip, clip)  # (1)
+    eps_tilde = (x - jnp.sqrt(alpha) * x0) / jnp.sqrt(1.0 - alpha)  # (2)
+    return jnp.sqrt(alpha_prev) * x0 + jnp.sqrt(1.0 - alpha_prev) * eps_tilde  # (3)
 
 
 def guided_eps(
