@@ -366,22 +366,48 @@ def test_two_workers_racing_on_one_failed_point_run_it_once(tmp_path: Path, kind
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"n": 1}, "--n must be >= 10, got 1"),
+        ({"select_seeds": (0, 100)}, "--select-seeds must be disjoint from --seeds"),
+        ({"seeds": (0, 1000)}, "seed 1000 is the latency batch's"),
+        ({"n_quality": 25}, "--n-quality must be a multiple of 10 (classes), got 25"),
         ({"heartbeat": 5, "grace": 5}, "--grace must be > --heartbeat, got 5 and 5"),
-        ({"space": "huge"}, "--space must be one of full, quick, got 'huge'"),
-        ({"objective": "real"}, "--objective must be model or toy"),
-        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
         ({"storage": "study.db"}, "--storage must be an SQLAlchemy URL (sqlite:///study.db"),
         ({"storage": "redis://h/0"}, "--storage must be an SQLAlchemy URL"),
         ({"storage": "journal:///"}, "--storage names no file, got 'journal:///'"),
         ({"storage": "mssql+pymssql://u@h/db"}, "--storage needs the mssql+pymssql driver"),
     ],
 )
-def test_bad_options_fail_with_one_line_naming_the_option(change: dict, message: str) -> None:
+def test_bad_configurations_fail_with_one_line_naming_the_option(
+    change: dict, message: str
+) -> None:
     cfg = dataclasses.replace(FULL, **change)
     with pytest.raises(ValueError, match=re.escape(message)) as exc:
         cfg.validate()
     assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--n-select", "5"], "--n-select"),
+        (["--space", "huge"], "--space"),
+        (["--objective", "real"], "--objective"),
+        (["--repeats", "0"], "--repeats"),
+        (["--seeds", "0"], "--seeds"),
+        (["--study", " "], "--study"),
+        (["--sleep", "nan"], "--sleep"),
+    ],
+)
+def test_bad_options_are_one_line_before_any_work(
+    args: list[str], message: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reference.grid_search import bench
+    from reference.harness import entry
+
+    monkeypatch.setattr(bench, "measure", lambda cfg, out: pytest.fail("the benchmark ran"))
+    with pytest.raises(SystemExit) as info:
+        entry.main("reference.grid_search", ["--bench", *args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and message in err
 
 
 def test_an_unknown_sampler_is_named() -> None:

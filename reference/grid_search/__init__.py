@@ -60,10 +60,12 @@ Pitfalls
 ========
 * FDD is biased by the number of samples: every point uses the same ``n`` and the same noise.
 * Choosing and reporting on the same samples is optimistic (the winner's curse): the grid is
-  scored on selection seeds and the choice is reported on held-out seeds, beside the best
-  single-axis setting, so that the search is credited only with what it adds.
-* A sampler is only as good as its settings: the grid uses the harness's
-  (`reference.harness.schedulers`), the ones this model needs.
+  scored on selection seeds against the training digits, and the choice is reported on other
+  seeds against held-out digits, beside the best single-axis setting, so that the search is
+  credited only with what it adds.
+* A sampler is only as good as the problem it solves: every point samples the one clipped ODE
+  of the project (`reference.harness.ode`), so the grid compares solvers of one equation, not
+  differently clipped ones.
 * Latency of one run on a shared CPU is noisy: the chosen point is re-measured interleaved
   against the default before any speedup is claimed; latencies measured on different machines
   of one study are not comparable (each trial records its ``worker``, ``host:pid``).
@@ -84,8 +86,10 @@ Package ``reference/grid_search/``: [`reference.grid_search.search`][reference.g
 trials whose worker died), [`reference.grid_search.objective`][reference.grid_search.objective]
 (what a grid point costs and how good it is; the training-hyperparameter objective),
 [`reference.grid_search.analysis`][reference.grid_search.analysis] (Pareto front, choice rule, grid
-vs random vs TPE) and [`reference.grid_search.bench`][reference.grid_search.bench] (configuration,
-benchmark, and the worker as the demo). One worker:
+vs random vs TPE), [`reference.grid_search.selection`][reference.grid_search.selection] (the
+benchmark's selection side), [`reference.grid_search.report`][reference.grid_search.report] (the
+reported points, controls and aims) and [`reference.grid_search.bench`][reference.grid_search.bench]
+(configuration, the declared comparison, and the worker as the demo). One worker:
 ``python -m reference.grid_search --storage URL --study NAME --space full`` (the same command on
 every machine); the benchmark: ``--bench`` (see ``--help``).
 """
