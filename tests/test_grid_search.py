@@ -156,9 +156,9 @@ def test_killed_workers_lose_and_repeat_no_grid_point(storage: str, tmp_path: Pa
     """Three workers share a study; two are killed mid-trial (one after the other) and
     restarted: every grid point ends COMPLETE exactly once, and each trial a killed worker left
     RUNNING is failed as stale with a retry of its grid point queued."""
-    procs = [_worker(storage, tmp_path) for _ in range(WORKERS)]
     left: list[int] = []
-    with _reader(storage) as reader:
+    with _reader(storage) as reader:  # first: an RDB schema exists before the workers start
+        procs = [_worker(storage, tmp_path) for _ in range(WORKERS)]
         try:
             for victim in (0, 1):
                 left += _kill_mid_trial(procs[victim], reader, storage)

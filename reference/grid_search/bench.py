@@ -271,7 +271,6 @@ def _notes(cfg: Config, sel: Any, m: Any) -> list:
             steps=cfg.train_steps,
             lrs=list(sel.train_space["lr"]),
             n=cfg.n_select,
-            select_seeds=len(cfg.select_seeds),
             best_lr=best_lr["lr"],
             best_fdd=best_lr["fd_digits"],
         ),
