@@ -33,6 +33,8 @@ MAIN_CODE = {
 }
 """The two-line ``__main__`` of each contract: 1, the command line every benchmark had; 2, the
 command line a benchmark gets when it is ported to the declared comparison (`CONTRACT = 2`)."""
+PORTED = ("mixture-of-experts", "grid-search")
+"""Benchmarks ported to the declared comparison (contract 2), each with its own rerun."""
 MAX_CORE_LINES = 330
 """The technique's own files (not bench.py) stay readable in one sitting: ~300 lines each."""
 
@@ -85,6 +87,11 @@ def test_entries_and_registry_agree() -> None:
         if e.reference is not None and e.reference.implemented
     }
     assert implemented == registered
+
+
+def test_the_ported_benchmarks_declare_the_new_contract() -> None:
+    ported = {t.slug for t in TECHNIQUES if _version(t) == 2}
+    assert set(PORTED) <= ported
 
 
 @pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
