@@ -1,5 +1,7 @@
-"""reference.grid_search: the crash-safe worker protocol (kill -9 and restart), the Pareto
-front against brute force, the choice rule, the strategy replay, bad options."""
+"""reference.grid_search: the crash-safe worker protocol (kill -9 and restart), liveness by
+heartbeats on every storage (a slow journal trial that beats is alive), the unique claim of a
+grid point (two workers racing on one failed point run it once), the Pareto front against brute
+force, the choice rule, the strategy replay, bad options."""
 
 from __future__ import annotations
 
@@ -13,20 +15,20 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import optuna
 import pytest
-from optuna.storages import RDBStorage
+from optuna.storages import RDBStorage, fail_stale_trials
 from optuna.trial import TrialState
 from postgres_support import INSTALL_HINT, Postgres, postgres_bin, postgres_server
 
 from reference import grid_search as gs
 from reference.grid_search.bench import FULL
-from reference.grid_search.storage import JOURNAL
+from reference.grid_search.storage import HEARTBEAT, JOURNAL
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,15 +79,13 @@ def _reader(storage: str) -> Iterator[Any]:
 
 
 def _worker(storage: str, out: Path) -> subprocess.Popen:
-    # A journal file has no heartbeat: a RUNNING trial older than --grace counts as stale, so
-    # --grace must exceed the slowest trial (documented). A 0.3 s trial can take seconds on a
-    # loaded 2-core machine (seen: a live trial failed as stale at --grace 2 and run twice), so
-    # the journal workers get 15 s; heartbeat storages keep 2 s (a live trial beats every 1 s).
-    grace = "15" if storage.startswith(JOURNAL) else "2"
+    # Every storage judges liveness by heartbeats (the journal's are appended to the file): a
+    # live trial beats every 1 s however long it runs, so --grace 3 only bounds how long a
+    # killed worker's point waits for its retry, never the run time of a slow live trial.
     cmd = [
         *(sys.executable, "-m", "reference.grid_search", "--objective", "toy", "--sleep", "0.3"),
         *("--space", "full", "--storage", storage, "--study", "s"),
-        *("--heartbeat", "1", "--grace", grace, "--out", str(out)),
+        *("--heartbeat", "1", "--grace", "3", "--out", str(out)),
     ]
     return subprocess.Popen(
         cmd,
@@ -156,9 +156,9 @@ def test_killed_workers_lose_and_repeat_no_grid_point(storage: str, tmp_path: Pa
     """Three workers share a study; two are killed mid-trial (one after the other) and
     restarted: every grid point ends COMPLETE exactly once, and each trial a killed worker left
     RUNNING is failed as stale with a retry of its grid point queued."""
-    procs = [_worker(storage, tmp_path) for _ in range(WORKERS)]
     left: list[int] = []
-    with _reader(storage) as reader:
+    with _reader(storage) as reader:  # first: an RDB schema exists before the workers start
+        procs = [_worker(storage, tmp_path) for _ in range(WORKERS)]
         try:
             for victim in (0, 1):
                 left += _kill_mid_trial(procs[victim], reader, storage)
@@ -245,7 +245,7 @@ def test_a_trial_no_heartbeat_judges_is_retried_once_older_than_grace(
 
 
 def test_a_trial_failed_as_stale_while_it_runs_is_dropped_and_rerun(tmp_path: Path) -> None:
-    """A live trial that another worker judges stale (on a journal: one that outran --grace)
+    """A live trial that another worker judges stale (here: a worker whose clock is a day ahead)
     cannot store its result; the worker goes on, and the retry evaluates the point."""
     study = _small_study(tmp_path, "journal")
     toy, evaluated = gs.toy_objective(0.0), []
@@ -281,25 +281,133 @@ def test_a_second_claim_of_a_grid_point_is_given_up(tmp_path: Path) -> None:
     assert [t.system_attrs["duplicate_of"] for t in given_up] == [first.number]
 
 
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used")
+def test_a_journal_trial_is_judged_by_its_newest_heartbeat_not_its_age(tmp_path: Path) -> None:
+    """The journal's liveness rule, on recorded times (no sleeping): a trial that started long
+    ago but beat recently is alive; once its heartbeats stop for longer than --grace (2 s here)
+    it is stale, failed and retried."""
+    study = _small_study(tmp_path, "journal")
+    trial = study.ask()
+    start = study.get_trials(deepcopy=False)[0].datetime_start
+    beat = (start + timedelta(seconds=10)).astimezone(UTC).isoformat()  # still beating at +10 s
+    study._storage.set_trial_system_attr(trial._trial_id, HEARTBEAT, beat)
+    assert gs.fail_orphaned_trials(study, now=start + timedelta(seconds=11)) == []
+    assert gs.fail_orphaned_trials(study, now=start + timedelta(seconds=12.5)) == [trial.number]
+    trials = study.get_trials(deepcopy=False)
+    retry = [t for t in trials if t.state == TrialState.WAITING]
+    assert [t.system_attrs["grid_id"] for t in retry] == [trials[0].system_attrs["grid_id"]]
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+def test_a_slow_journal_trial_that_beats_outlives_grace_and_completes(tmp_path: Path) -> None:
+    """Optuna's heartbeat thread beats for a journal trial too: a trial that runs longer than
+    --grace (2 s) is neither failed by Optuna's stale check nor by ours, and completes once."""
+    study, checks = _small_study(tmp_path, "journal"), []
+    other = gs.open_study(f"{JOURNAL}{tmp_path / 'o.log'}", "o", SMALL, heartbeat=1, grace=2)
+
+    def slow(point: dict) -> dict:
+        if not checks:  # the first trial outlives the grace period; another worker checks
+            time.sleep(2.6)
+            fail_stale_trials(other)
+            checks.append(gs.fail_orphaned_trials(other))
+        return gs.toy_objective(0.0)(point)
+
+    status = gs.run_worker(study, SMALL, slow)
+    assert checks == [[]] and (status.complete, status.duplicates) == (4, 0)
+    trials = study.get_trials(deepcopy=False)
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 4  # none failed, none retried
+    assert HEARTBEAT in trials[0].system_attrs
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used")
+@pytest.mark.parametrize("kind", ["sqlite", "journal"])
+def test_two_workers_racing_on_one_failed_point_run_it_once(tmp_path: Path, kind: str) -> None:
+    """Both workers read the grid at the same instant, both re-queue its failed point and both
+    pop a copy at once: the copy the storage numbered first evaluates the point, the other gives
+    up (never both), and the finished grid holds the point COMPLETE once."""
+    a = _small_study(tmp_path, kind)
+    b = gs.open_study(
+        f"sqlite:///{tmp_path / 'o.db'}" if kind == "sqlite" else f"{JOURNAL}{tmp_path / 'o.log'}",
+        "o",
+        SMALL,
+        heartbeat=1,
+        grace=2,
+    )
+    failed = a.ask()
+    a.tell(failed, state=TrialState.FAIL)  # an exception in a third worker
+    point = failed.params or gs.search._params_of_grid_id(a.get_trials()[0], a.sampler)
+    seen = gs.grid_status(a, SMALL)  # what both workers read at the same instant
+    assert seen.failed_unretried == [point]
+    gs.requeue_failed(a, seen)
+    gs.requeue_failed(b, seen)  # the race: two WAITING copies of one point
+    first, second = a.ask(), b.ask()  # both popped before either checks its claim
+    assert sorted((first.number, second.number)) == [1, 2]
+    assert gs.search._earlier_claim(b, second._trial_id, SMALL) == first.number
+    assert gs.search._earlier_claim(a, first._trial_id, SMALL) is None  # exactly one holds it
+    a.tell(first, state=TrialState.FAIL)  # put both back: run the race through the workers
+    b.tell(second, state=TrialState.PRUNED)
+    seen = gs.grid_status(a, SMALL)  # the same race again, then both workers run to the end
+    gs.requeue_failed(a, seen)
+    gs.requeue_failed(b, seen)
+    evaluated: list[dict] = []
+
+    def count(p: dict) -> dict:
+        evaluated.append(p)
+        return gs.toy_objective(0.0)(p)
+
+    for study in (a, b):  # the first copy (trial 3) runs the point, the second (4) gives up
+        status = gs.run_worker(study, SMALL, count)
+    assert (status.complete, status.duplicates) == (4, 0)
+    assert sorted(map(str, evaluated)) == sorted(map(str, gs.grid_points(SMALL)))  # each once
+    given_up = a.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
+    assert [(t.number, t.system_attrs.get("duplicate_of")) for t in given_up] == [(2, None), (4, 3)]
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"n": 1}, "--n must be >= 10, got 1"),
+        ({"select_seeds": (0, 100)}, "--select-seeds must be disjoint from --seeds"),
+        ({"seeds": (0, 1000)}, "seed 1000 is the latency batch's"),
+        ({"n_quality": 25}, "--n-quality must be a multiple of 10 (classes), got 25"),
         ({"heartbeat": 5, "grace": 5}, "--grace must be > --heartbeat, got 5 and 5"),
-        ({"space": "huge"}, "--space must be one of full, quick, got 'huge'"),
-        ({"objective": "real"}, "--objective must be model or toy"),
-        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
         ({"storage": "study.db"}, "--storage must be an SQLAlchemy URL (sqlite:///study.db"),
         ({"storage": "redis://h/0"}, "--storage must be an SQLAlchemy URL"),
         ({"storage": "journal:///"}, "--storage names no file, got 'journal:///'"),
         ({"storage": "mssql+pymssql://u@h/db"}, "--storage needs the mssql+pymssql driver"),
     ],
 )
-def test_bad_options_fail_with_one_line_naming_the_option(change: dict, message: str) -> None:
+def test_bad_configurations_fail_with_one_line_naming_the_option(
+    change: dict, message: str
+) -> None:
     cfg = dataclasses.replace(FULL, **change)
     with pytest.raises(ValueError, match=re.escape(message)) as exc:
         cfg.validate()
     assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--n-select", "5"], "--n-select"),
+        (["--space", "huge"], "--space"),
+        (["--objective", "real"], "--objective"),
+        (["--repeats", "0"], "--repeats"),
+        (["--seeds", "0"], "--seeds"),
+        (["--study", " "], "--study"),
+        (["--sleep", "nan"], "--sleep"),
+    ],
+)
+def test_bad_options_are_one_line_before_any_work(
+    args: list[str], message: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reference.grid_search import bench
+    from reference.harness import entry
+
+    monkeypatch.setattr(bench, "measure", lambda cfg, out: pytest.fail("the benchmark ran"))
+    with pytest.raises(SystemExit) as info:
+        entry.main("reference.grid_search", ["--bench", *args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and message in err
 
 
 def test_an_unknown_sampler_is_named() -> None:

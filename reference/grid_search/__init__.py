@@ -36,38 +36,44 @@ Which storage (``--storage``, checked before any work; [`storage`][reference.gri
   file system and no database server. Optuna offers it for exactly this case (its tutorial
   "Easy Parallelization"; the backend's docstring: NFS breaks SQLite's ``fcntl`` locks, so the
   journal takes its own lock file, ``JournalFileSymlinkLock`` by default, for NFSv2 and later,
-  or ``JournalFileOpenLock`` for NFSv3 and later). It has no heartbeat in Optuna 5.0
-  (optuna/optuna#6615), so here ``--grace`` bounds how long one trial may run (set it above the
-  slowest point); the machines' clocks must agree (NTP); a worker killed while it holds the
-  lock file stalls the others for the lock's 30 s grace period.
+  or ``JournalFileOpenLock`` for NFSv3 and later). Optuna 5 gives a journal no heartbeat
+  (optuna/optuna#6615); [`storage`][reference.grid_search.storage] adds one through Optuna's
+  own heartbeat interface, so a slow trial that still beats is never taken for a dead one. The
+  machines' clocks must agree (NTP); a worker killed while it holds the lock file stalls the
+  others for the lock's 30 s grace period.
 * **SQLite** (``sqlite:///study.db``, the default in the output folder): one machine, one or a
   few workers. Optuna's ``RDBStorage`` documentation advises against SQLite for parallel
   optimization: a writer locks the whole file, and a busy study gets "database is locked".
   Never on a network file system.
 
-Killed workers are handled with **heartbeats** (the choice made here): a RUNNING trial whose worker
-stopped sending heartbeats for ``--grace`` seconds is marked FAIL by
+Killed workers are handled with **heartbeats** (the choice made here), on every storage: a
+RUNNING trial whose worker stopped sending heartbeats for ``--grace`` seconds is marked FAIL by
 ``optuna.storages.fail_stale_trials`` and re-queued with its grid point by
 ``RetryHeartbeatStaleTrialCallback``; the worker loop of [`search`][reference.grid_search.search]
-additionally waits instead of duplicating a point that another worker is still running, and a trial
-that finds its point already claimed gives up. Each point ends COMPLETE exactly once, tested with
-three workers killed and restarted on each storage, PostgreSQL included.
+additionally waits instead of duplicating a point that another worker is still running, and of
+several trials that claim one grid point (two workers that re-queue the same failed point at
+once, or two that draw it at once) only the one the storage numbered first evaluates it. Each
+point ends COMPLETE exactly once, tested with three workers killed and restarted on each
+storage, PostgreSQL included.
 
 Pitfalls
 ========
 * FDD is biased by the number of samples: every point uses the same ``n`` and the same noise.
 * Choosing and reporting on the same samples is optimistic (the winner's curse): the grid is
-  scored on selection seeds and the choice is reported on held-out seeds, beside the best
-  single-axis setting, so that the search is credited only with what it adds.
-* A sampler is only as good as its settings: the grid uses the harness's
-  (`reference.harness.schedulers`), the ones this model needs.
+  scored on selection seeds against the training digits, and the choice is reported on other
+  seeds against held-out digits, beside the best single-axis setting, so that the search is
+  credited only with what it adds.
+* A sampler is only as good as the problem it solves: every point samples the one clipped ODE
+  of the project (`reference.harness.ode`), so the grid compares solvers of one equation, not
+  differently clipped ones.
 * Latency of one run on a shared CPU is noisy: the chosen point is re-measured interleaved
   against the default before any speedup is claimed; latencies measured on different machines
   of one study are not comparable (each trial records its ``worker``, ``host:pid``).
 * ``GridSampler`` numbers points after a seeded shuffle: all workers must use the same seed.
 * Several workers that share a ``GridSampler`` can draw the same point at the same instant
-  (optuna/optuna#2039, documented as expected); the claim check of
-  [`search`][reference.grid_search.search] gives the later claim up.
+  (optuna/optuna#2039, documented as expected), and two workers can re-queue one failed point
+  at once; the unique claim of [`search`][reference.grid_search.search] (the lowest trial
+  number holds the point) gives every later claim up, so the point runs once.
 * SQLite over a network file system is not safe for concurrent writers; use a server database
   for many machines.
 
@@ -80,10 +86,12 @@ Package ``reference/grid_search/``: [`reference.grid_search.search`][reference.g
 trials whose worker died), [`reference.grid_search.objective`][reference.grid_search.objective]
 (what a grid point costs and how good it is; the training-hyperparameter objective),
 [`reference.grid_search.analysis`][reference.grid_search.analysis] (Pareto front, choice rule, grid
-vs random vs TPE) and [`reference.grid_search.bench`][reference.grid_search.bench] (configuration,
-benchmark, and the worker as the demo). One worker: ``python -m reference.grid_search --storage URL
---study NAME --space full`` (the same command on every machine); the benchmark: ``--bench`` (see
-``--help``).
+vs random vs TPE), [`reference.grid_search.selection`][reference.grid_search.selection] (the
+benchmark's selection side), [`reference.grid_search.report`][reference.grid_search.report] (the
+reported points, controls and aims) and [`reference.grid_search.bench`][reference.grid_search.bench]
+(configuration, the declared comparison, and the worker as the demo). One worker:
+``python -m reference.grid_search --storage URL --study NAME --space full`` (the same command on
+every machine); the benchmark: ``--bench`` (see ``--help``).
 """
 
 from __future__ import annotations
@@ -106,6 +114,7 @@ from .search import (
     grid_points,
     grid_status,
     open_study,
+    requeue_failed,
     run_grid,
     run_worker,
 )
@@ -130,6 +139,7 @@ __all__ = [
     "open_storage",
     "open_study",
     "pareto_front",
+    "requeue_failed",
     "run_grid",
     "run_worker",
     "same_point",

@@ -1,14 +1,36 @@
-"""Benchmark and demo of [`reference.grid_search`][reference.grid_search] (the technique contract of
-`reference.harness.cli`).
+"""Benchmark and demo of [`reference.grid_search`][reference.grid_search] (the technique contract
+of `reference.harness.entry`: it declares a comparison, the harness measures).
 
-The benchmark runs the whole grid on the zoo teacher in a temporary SQLite study, evaluating every
-point on the selection seeds ([`SELECT_SEEDS`][reference.grid_search.objective.SELECT_SEEDS]), keeps
-the Pareto front and applies the choice rule. It then reports the choice on **held-out** seeds (the
-harness's paired `SEEDS` at 256 samples, never seen by the search) against the default (DDIM, 50
-steps) and two controls that are not the choice: the best single-axis setting (the same rule,
-varying only the number of steps of the default sampler) and DDIM at the choice's denoiser rows
-(matched cost), all timed in one interleaved comparison. A second study searches training learning
-rates, and grid vs random vs TPE are replayed from the cached grid.
+Two sides, kept apart
+=====================
+**Selection.** The whole grid runs on the zoo teacher in a temporary SQLite study
+([`run_grid`][reference.grid_search.search.run_grid]): every point samples the clipped ODE
+(`reference.harness.ode`) on the selection seeds (``select_seeds``, 100 and 101) and is scored by
+its FDD against the **training digits**
+([`selection_reference`][reference.grid_search.objective.selection_reference]) and one timed
+run. The Pareto front and the choice rule read those values only. A second study in the same
+storage searches training learning rates, scored the same way (selection seeds,
+training digits), and grid, random and TPE search are replayed from the cached grid.
+
+**Reporting.** The declared comparison re-measures the default (DDIM-50 trailing on the clipped
+ODE, the project's one baseline), the choice and two controls (the best single-axis setting
+and DDIM at the choice's denoiser rows, `reference.grid_search.report`) on the reporting seeds
+(``seeds``, 0-4, paired: every row starts from the same noise on each seed), against the
+**reference half of the held-out digits** (`reference.harness.scores`, n_quality = 140 per
+seed, with the held-out real row at the same n), all timed in one interleaved comparison. The
+selection never sees these seeds or these digits, so the reported ratios carry none of the
+optimism of choosing on the samples one reports.
+
+Metrics
+=======
+The headline is the **FDD ratio** of the choice over the default (paired seeds, eq. (3) of
+`reference.harness.compare`), with KID, class accuracy and within-class diversity beside it, and
+the fidelity ``rms_to_solution`` (the per-sample distance to the converged unguided solution of
+the same noise, eq. (6) there) reported beside, not as the primary metric: the grid's guidance
+axis *changes the distribution* a sampler aims at (classifier-free guidance trades diversity
+for class fidelity), so distance to the unguided solution cannot be the search's objective; it
+would rank every guided point last whatever its samples look like. For the unguided rows it reads
+as fidelity: how far the sampler moves each sample from where the exact ODE puts it.
 
 The demo *is* the distributed worker: run the same command on each of any number of machines
 with one ``--storage`` and ``--study`` name, and they share the grid (each point is stored
@@ -17,53 +39,58 @@ COMPLETE exactly once; the point of a killed worker is re-run by another):
     python -m reference.grid_search --study NAME --space full \\
         --storage postgresql+psycopg://user:pw@host/db
 
-``--storage`` picks where the study lives (see [`storage`][reference.grid_search.storage] and the
-package docstring): ``postgresql+psycopg://...`` for many machines (a database server),
-``journal:///PATH`` for a shared file system without one (no heartbeat: ``--grace`` must exceed the
-slowest trial), and ``sqlite:///study.db`` (the default, in ``--out``) for one machine with one or a
-few workers.
+``--storage`` picks where the study lives ([`storage`][reference.grid_search.storage]):
+``postgresql+psycopg://...`` for many machines, ``journal:///PATH`` for a shared file system
+without a database server, and ``sqlite:///study.db`` (the default, in ``--out``) for one machine.
+
+Pitfalls
+========
+* The latencies of the grid (the front rows, the Pareto figure) are one run per point; only the
+  reported rows are interleaved medians.
+* The selection FDD and the reported FDD differ in reference set, seeds and sample size; their
+  ratio to the default is comparable, their levels are not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference.harness.cli import Option, at_least, check_seeds, int_tuple
-from reference.harness.cost import latency_note
-from reference.harness.results import (
-    Figure,
-    Measurement,
-    Metric,
-    Row,
-    metrics,
-    note,
-    settings_of,
-    speedup_headline,
-)
-from reference.harness.seeds import N_QUALITY, SEEDS
+from reference.harness.entry import Option, choice, integer, real, seeds
 
-from .analysis import choose, same_point, single_axis_choice
-from .figures import label, pareto_figure, strategies_figure
-from .objective import DEFAULT_POINT, QUICK_TRAIN_SPACE, SELECT_SEEDS, SPACES, TRAIN_SPACE
-from .report import COST_TARGET, QUALITY_TOLERANCE, choice_aims, point_config, reported_rows
+from .objective import SELECT_SEEDS, SPACES
 
+CONTRACT = 2
 SLUG = "grid-search"
 BUDGETS = (5, 10, 20)
+"""Trial counts at which grid, random and TPE search are compared in the notes."""
+MIN_QUALITY = 20
+"""The smallest sample per seed at which every class has two samples (within-class diversity
+and the class-weighted KID need pairs) and the real row is defined."""
+MAX_QUALITY = 140
+"""The largest class-balanced sample the held-out real half offers at a multiple of 10."""
+LATENCY_SEED = 1000
+"""Noise seed of the latency batch (apart from the selection and the reporting seeds)."""
 
 
 @dataclass(frozen=True)
 class Config:
     """Sizes of the benchmark, and the worker's storage, study and objective (demo)."""
 
-    n: int = 100
+    n_select: int = 100
     select_seeds: tuple[int, ...] = SELECT_SEEDS
-    n_quality: int = N_QUALITY
-    seeds: tuple[int, ...] = SEEDS
+    n_quality: int = MAX_QUALITY
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     space: str = "full"
+    batch_latency: int = 100
     repeats: int = 15
+    warmup: int = 1
+    solution_steps: int = 200
+    """Steps of the converged solution (`reference.harness.ode.SOLUTION`); fewer only in QUICK."""
     train_steps: int = 200
     strategy_seeds: int = 8
     storage: str = ""
@@ -74,28 +101,23 @@ class Config:
     grace: int = 20
 
     def validate(self) -> None:
-        at_least(self, n=10, n_quality=10)
-        check_seeds(self.seeds)
-        if not self.select_seeds or set(self.select_seeds) & set(self.seeds):
+        if set(self.select_seeds) & set(self.seeds):
             raise ValueError(
-                f"--select-seeds must be non-empty and disjoint from --seeds (held out), got "
+                f"--select-seeds must be disjoint from --seeds (reported), got "
                 f"{self.select_seeds} and {self.seeds}"
             )
-        if self.space not in SPACES:
-            raise ValueError(f"--space must be one of {', '.join(SPACES)}, got {self.space!r}")
-        if self.objective not in ("model", "toy"):
-            raise ValueError(f"--objective must be model or toy, got {self.objective!r}")
-        for name in ("repeats", "train_steps", "strategy_seeds", "heartbeat"):
-            if getattr(self, name) < 1:
-                flag = "--" + name.replace("_", "-")
-                raise ValueError(f"{flag} must be >= 1, got {getattr(self, name)}")
+        if LATENCY_SEED in set(self.select_seeds) | set(self.seeds):
+            raise ValueError(f"seed {LATENCY_SEED} is the latency batch's; choose another")
+        if self.n_quality % 10:
+            raise ValueError(
+                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
+            )
+        if not 1 <= self.solution_steps <= 1000:
+            raise ValueError(f"solution_steps must be in 1..1000, got {self.solution_steps}")
         if self.grace <= self.heartbeat:
             raise ValueError(
                 f"--grace must be > --heartbeat, got {self.grace} and {self.heartbeat}"
             )
-        at_least(self, sleep=0)
-        if not self.study.strip():
-            raise ValueError("--study must not be empty")
         if self.storage:
             from .storage import storage_kind
 
@@ -107,193 +129,217 @@ class Config:
 
 FULL = Config()
 QUICK = Config(
-    n=16,
+    n_select=20,
     select_seeds=(100,),
-    n_quality=16,
+    n_quality=20,
     seeds=(0, 1),
     space="quick",
+    batch_latency=8,
     repeats=2,
+    warmup=0,
+    solution_steps=20,
     train_steps=5,
     strategy_seeds=2,
 )
-DEMO = Config(n=32, space="quick")
+DEMO = Config(n_select=32, space="quick")
+
+
+def _text(pattern: str, what: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip()
+        if not re.fullmatch(pattern, value):
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            raise argparse.ArgumentTypeError(f"expected {what}, got {shown!r}")
+        return value
+
+    return parse
+
+
 OPTIONS = (
-    Option("n"),
-    Option("select_seeds", int_tuple, "S,S,..."),
-    Option("n_quality"),
-    Option("seeds", int_tuple, "S,S,..."),
-    Option("space", str, "quick|full"),
-    Option("repeats"),
-    Option("train_steps"),
-    Option("storage", str, "URL"),
-    Option("study", str, "NAME"),
-    Option("objective", str, "model|toy"),
-    Option("sleep", float, "S"),
-    Option("heartbeat"),
-    Option("grace"),
+    integer("n_select", low=MIN_QUALITY, high=1000),
+    seeds("select_seeds", min_count=1),
+    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
+    seeds(),
+    choice("space", tuple(SPACES)),
+    integer("batch_latency", low=1, high=512),
+    integer("repeats", low=1, high=200),
+    integer("warmup", low=0, high=20),
+    integer("train_steps", low=1, high=100_000),
+    integer("strategy_seeds", low=1, high=100),
+    Option("storage", _text(r"\S{1,500}", "a storage URL"), "URL"),
+    Option("study", _text(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", "a study name"), "NAME"),
+    choice("objective", ("model", "toy")),
+    real("sleep", low=0.0, high=60.0, metavar="S"),
+    integer("heartbeat", low=1, high=3600),
+    integer("grace", low=2, high=86_400),
 )
 
 
-def _point_id(p: Mapping[str, Any]) -> str:
-    return f"{p['sampler']}-{p['steps']}-{p['guidance']:g}"
-
-
-def _grids(cfg: Config, db: Path) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]], Any]:
-    """Both studies in one temporary SQLite storage: the sampling grid and the training grid."""
-    from .objective import model_objective, train_objective
-    from .search import run_grid
-
-    storage = f"sqlite:///{db}"
-    train_space = QUICK_TRAIN_SPACE if cfg.space == "quick" else TRAIN_SPACE
-    db.unlink(missing_ok=True)
-    try:
-        objective = model_objective(cfg.n, cfg.select_seeds)
-        rows, status = run_grid(SPACES[cfg.space], objective, storage, "bench")
-        objective = train_objective(cfg.train_steps, cfg.n)
-        train_rows, _ = run_grid(train_space, objective, storage, "train-lr")
-    finally:
-        db.unlink(missing_ok=True)
-    return rows, status, train_rows, train_space
-
-
-def _held_out(cfg: Config, points: Mapping[str, Mapping[str, Any]]) -> Any:
-    """FDD and KID of every reported point on the held-out seeds (paired, ``cfg.n_quality``)."""
-    from reference.harness import over_seeds, quality_report
+def comparison(cfg: Config, sel: Any) -> Any:
+    """The reported points on the reporting seeds, from the same noise per seed: the choice is
+    the headline, judged against the default (baseline) and the two controls."""
+    from reference.harness.compare import Comparison, HeadlineSpec, Variant
+    from reference.harness.results import Metric, metrics
 
     from .objective import sample_point
+    from .report import ROLES, choice_aims, row_config, score, selection_facts, solution_of
 
-    samplers = {
-        k: (lambda seed, p=p: sample_point(p, cfg.n_quality, seed)[0]) for k, p in points.items()
-    }
-    return over_seeds(samplers, lambda k, x, same: quality_report(x), cfg.seeds, "held-out seeds")
-
-
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Grid on the selection seeds, Pareto front, choice; the choice, the default and two
-    controls on held-out seeds, timed interleaved; training grid; search strategies."""
-    from reference.harness import compare_latency, quality_note, real_reference_row
-
-    from .analysis import best_so_far_curves, pareto_front
-    from .objective import sample_point
-
-    space = SPACES[cfg.space]
-    rows, status, train_rows, train_space = _grids(cfg, out / f".{SLUG}-study.db")
-    front = pareto_front(rows, ["fd_digits", "latency_ms"])
-    base = next(r for r in rows if same_point(r, DEFAULT_POINT))
-    chosen = choose(rows, DEFAULT_POINT, QUALITY_TOLERANCE, COST_TARGET)
-    single = single_axis_choice(rows, DEFAULT_POINT, QUALITY_TOLERANCE, COST_TARGET)
-    matched = {"sampler": "ddim", "steps": max(1, round(chosen["rows_per_image"])), "guidance": 1.0}
-    points: dict[str, Mapping[str, Any]] = {"default": DEFAULT_POINT, "chosen": chosen}
-    if not same_point(single, chosen):  # else tuning the steps alone finds the choice (a note)
-        points["single"] = single
-    points["matched"] = matched
-
-    q = _held_out(cfg, points)
-    runs = {k: (lambda p=p: sample_point(p, cfg.n)) for k, p in points.items()}
-    lat = compare_latency(runs, repeats=cfg.repeats, warmup=1)
-    result_rows = reported_rows(points, q, lat, rows)
-    for r in front:
-        if not any(same_point(r, p) for p in points.values()):
-            values = {"latency_ms": r["latency_ms"], "fd_select": r["fd_digits"]}
-            result_rows.append(Row(f"front-{_point_id(r)}", point_config(r), "reference", values))
-    for r in sorted(train_rows, key=lambda r: r["lr"]):
-        config = {"method": "train-lr", "lr": r["lr"], "steps": cfg.train_steps}
-        values = {"train_s": r["latency_ms"] / 1000, "fd_select": r["fd_digits"]}
-        result_rows.append(Row(f"lr-{r['lr']:g}", config, "reference", values))
-    result_rows.append(real_reference_row(cfg.n_quality))
-
-    best_lr = min(train_rows, key=lambda r: r["fd_digits"])
-    table = {(r["guidance"], r["sampler"], r["steps"]): r["fd_digits"] for r in rows}
-    curves = best_so_far_curves(table, space, len(rows), range(cfg.strategy_seeds))
-    figures = [Figure(f"{SLUG}.png", "pareto"), Figure(f"{SLUG}-strategies.png", "strategies")]
-    pareto_figure(rows, front, chosen, base, out / figures[0].file)
-    strategies_figure(curves, out / figures[1].file)
-
-    limit = base["rows_per_image"] / chosen["rows_per_image"]
-    ratio = q.ratio("chosen", "default", "fd_digits")
-    notes = [
-        note(
-            "grid",
-            points=len(rows),
-            samplers=len(space["sampler"]),
-            steps=list(space["steps"]),
-            guidance=list(space["guidance"]),
-            n=cfg.n,
-            select_seeds=len(cfg.select_seeds),
-            duplicates=status.duplicates,
-        ),
-        note("choice-rule", tolerance=QUALITY_TOLERANCE, cost_target=COST_TARGET),
-        note(
-            "selection-vs-held-out",
-            selected=chosen["fd_digits"] / base["fd_digits"],
-            held_out=ratio.value,
-            n=cfg.n,
-            n_quality=cfg.n_quality,
-        ),
-        *([] if "single" in points else [note("single-axis-is-the-choice")]),
-        note("rows-limit", limit=limit),
-        note("solver-settings"),
-        quality_note(cfg.n_quality, cfg.seeds),
-        latency_note(cfg.repeats, cfg.n),
-        *[
-            note("strategies", k=b, **{name: c[b - 1] for name, c in curves.items()})
-            for b in BUDGETS
-            if b <= len(rows)
-        ],
-        note(
-            "train-grid",
-            steps=cfg.train_steps,
-            lrs=list(train_space["lr"]),
-            n=cfg.n,
-            best_lr=best_lr["lr"],
-            best_fdd=best_lr["fd_digits"],
-        ),
-        note("grid-latency"),
-    ]
-    return Measurement(
-        settings=settings_of(
-            cfg,
-            samplers=list(space["sampler"]),
-            steps=list(space["steps"]),
-            guidance=list(space["guidance"]),
-            default_sampler=DEFAULT_POINT["sampler"],
-            default_steps=DEFAULT_POINT["steps"],
-            default_guidance=DEFAULT_POINT["guidance"],
-            storage="sqlite",
-        ),
+    variants = tuple(
+        Variant(
+            key,
+            row_config(key, p),
+            ROLES[key],  # type: ignore[arg-type]
+            sample=lambda seed, p=p: sample_point(p, cfg.n_quality, seed),
+            timed=lambda p=p: sample_point(p, cfg.batch_latency, LATENCY_SEED),
+            facts=selection_facts(p, sel.grid),
+        )
+        for key, p in sel.points.items()
+    )
+    rows = {v.id: v.facts["rows_per_image"] for v in variants}
+    return Comparison(
+        variants=variants,
         metrics=metrics(
             "latency_ms",
             "speedup",
             "fd_digits",
             "kid_digits",
+            "accuracy",
             "diversity",
             fd_select=Metric("", "lower"),
+            rows_per_image=Metric("", "lower"),
             train_s=Metric("s", "lower"),
         ),
-        rows=result_rows,
-        headline=speedup_headline(
+        score=score(cfg.n_quality),
+        seeds=cfg.seeds,
+        aims=choice_aims(list(sel.points)),
+        # Denoiser rows per image predict the speedup; the samplers' own per-step work is not
+        # in them, so the ratio is an estimate, not a bound.
+        headline=HeadlineSpec(
             "chosen",
-            lat,
-            limit=limit,
-            limit_kind="estimate",  # denoiser rows; the samplers' own overheads differ
-            quality_ratio=ratio.value,
-            quality_interval=ratio.interval,
+            quality="fd_digits",
+            limit=rows["default"] / rows["chosen"],
+            limit_kind="estimate",
         ),
-        aims=choice_aims(q, lat),
-        notes=notes,
+        repeats=cfg.repeats,
+        warmup=cfg.warmup,
+        solution=solution_of(cfg.n_quality, cfg.solution_steps),
+    )
+
+
+def _notes(cfg: Config, sel: Any, m: Any) -> list:
+    from reference.harness.cost import latency_note
+    from reference.harness.results import note
+    from reference.harness.seeds import quality_note
+
+    from .report import COST_TARGET, QUALITY_TOLERANCE
+
+    space, ratio = sel.space, m.table.ratio("chosen", "default", "fd_digits")
+    best_lr = min(sel.train_grid, key=lambda r: r["fd_digits"])
+    return [
+        note(
+            "grid",
+            points=len(sel.grid),
+            samplers=len(space["sampler"]),
+            steps=list(space["steps"]),
+            guidance=list(space["guidance"]),
+            n=cfg.n_select,
+            select_seeds=len(cfg.select_seeds),
+            duplicates=sel.status.duplicates,
+        ),
+        note("choice-rule", tolerance=QUALITY_TOLERANCE, cost_target=COST_TARGET),
+        note("selection-reference"),
+        note(
+            "selection-vs-held-out",
+            selected=sel.row_of("chosen")["fd_digits"] / sel.base["fd_digits"],
+            held_out=ratio.value,
+            n=cfg.n_select,
+            n_quality=cfg.n_quality,
+        ),
+        *[note(f"{key}-is-the-choice") for key in sel.omitted],
+        note("rows-limit", limit=m.headline.speedup_limit),
+        note("clipped-ode"),
+        note("fidelity-beside"),
+        quality_note(cfg.n_quality, cfg.seeds),
+        latency_note(cfg.repeats, cfg.batch_latency),
+        *[
+            note("strategies", k=b, **{name: c[b - 1] for name, c in sel.curves.items()})
+            for b in BUDGETS
+            if b <= len(sel.grid)
+        ],
+        note(
+            "train-grid",
+            steps=cfg.train_steps,
+            lrs=list(sel.train_space["lr"]),
+            n=cfg.n_select,
+            best_lr=best_lr["lr"],
+            best_fdd=best_lr["fd_digits"],
+        ),
+        note("grid-latency"),
+    ]
+
+
+def measure(cfg: Config, staging: Path) -> Any:
+    """Grid and training grid on the selection side, then the declared comparison of the
+    reported points on the reporting side; writes the Pareto and strategies figures."""
+    from reference.harness.compare import measure as measure_comparison
+    from reference.harness.compare import outcome
+    from reference.harness.results import Figure, settings_of
+    from reference.harness.scores import real_row
+
+    from .figures import pareto_figure, strategies_figure
+    from .objective import DEFAULT_POINT
+    from .report import front_rows, lr_rows
+    from .selection import select
+
+    sel = select(
+        cfg.space,
+        cfg.n_select,
+        cfg.select_seeds,
+        cfg.train_steps,
+        cfg.strategy_seeds,
+        staging / f".{SLUG}-study.db",
+    )
+    m = measure_comparison(comparison(cfg, sel))
+    figures = [Figure(f"{SLUG}.png", "pareto"), Figure(f"{SLUG}-strategies.png", "strategies")]
+    pareto_figure(sel.grid, sel.front, sel.row_of("chosen"), sel.base, staging / figures[0].file)
+    strategies_figure(sel.curves, staging / figures[1].file)
+    return outcome(
+        m,
+        settings=settings_of(
+            cfg,
+            samplers=list(sel.space["sampler"]),
+            steps=list(sel.space["steps"]),
+            guidance=list(sel.space["guidance"]),
+            default_sampler=DEFAULT_POINT["sampler"],
+            default_steps=DEFAULT_POINT["steps"],
+            default_guidance=DEFAULT_POINT["guidance"],
+            ode="clipped",
+            selection_reference="train-digits",
+            quality_reference="held-out-half",
+            storage="sqlite",
+        ),
+        notes=_notes(cfg, sel, m),
         figures=figures,
+        extra_rows=[
+            *front_rows(sel.front, sel.points),
+            *lr_rows(sel.train_grid, cfg.train_steps),
+            real_row(cfg.n_quality).as_row("fd_digits", "kid_digits"),
+        ],
     )
 
 
 def demo(cfg: Config, out: Path) -> None:
     """One worker of a (possibly distributed) grid search; prints the front when it is complete."""
     from .analysis import pareto_front
+    from .figures import label
     from .objective import model_objective, toy_objective
     from .search import run_grid
 
     out.mkdir(parents=True, exist_ok=True)
     storage = cfg.storage or f"sqlite:///{out / 'study.db'}"
-    objective = toy_objective(cfg.sleep) if cfg.objective == "toy" else model_objective(cfg.n)
+    objective = (
+        toy_objective(cfg.sleep) if cfg.objective == "toy" else model_objective(cfg.n_select)
+    )
     rows, status = run_grid(
         SPACES[cfg.space], objective, storage, cfg.study, heartbeat=cfg.heartbeat, grace=cfg.grace
     )

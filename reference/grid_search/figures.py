@@ -1,5 +1,6 @@
-"""The grid search's figures: the Pareto front of FDD against latency, and best-found FDD
-against trials for grid, random and TPE search."""
+"""The grid search's figures: the Pareto front of the selection FDD (against the training digits)
+against latency, and the best selection FDD found against trials for grid, random and TPE
+search."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def pareto_figure(rows: Sequence[Any], front: Sequence[Any], chosen: Any, base: 
         )
     ax.set_xscale("log")
     ax.set_xlabel("latency per batch, ms (one run per point)")
-    ax.set_ylabel("FDD (lower is better)")
+    ax.set_ylabel("selection FDD, training digits (lower is better)")
     ax.legend(fontsize=7)
     fig.savefig(path)
 
@@ -42,4 +43,6 @@ def strategies_figure(curves: Mapping[str, Any], path: Path) -> None:
 
     k = list(range(1, len(curves["grid"]) + 1))
     series = {"grid": curves["grid"], "random": curves["random"], "TPE": curves["tpe"]}
-    curve_plot(k, series, path, xlabel="trials", ylabel="best FDD found (mean over seeds)")
+    curve_plot(
+        k, series, path, xlabel="trials", ylabel="best selection FDD found (mean over seeds)"
+    )

@@ -4,39 +4,55 @@ Every worker runs the same command against the same storage (an RDB URL or a jou
 [`storage`][reference.grid_search.storage]) and study name; the storage is the only coordination.
 [`run_worker`][reference.grid_search.search.run_worker] loops:
 
-1. ``fail_stale_trials``: a trial whose worker stopped sending heartbeats for ``grace`` seconds
-   (killed, machine lost) is marked FAIL, and `optuna.storages.RetryHeartbeatStaleTrialCallback`
-   adds a WAITING copy of it that keeps its ``grid_id`` (so the grid point is re-run, not lost).
-   Optuna only judges trials that have a heartbeat: a worker killed between creating its trial and
-   recording the first heartbeat (a window of milliseconds, wider on a loaded machine) would leave
-   the point RUNNING forever, so
-   [`fail_orphaned_trials`][reference.grid_search.storage.fail_orphaned_trials] treats such a trial
-   the same way once it is older than ``grace`` (on a journal file, which has no heartbeat, every
-   RUNNING
-   trial: ``grace`` bounds a trial's run time there);
-2. grid points that failed without a pending retry (an exception, retries used up) are
-   queued again as WAITING trials with their ``grid_id``;
-3. if every point is COMPLETE the worker exits; if the remaining points are all RUNNING in other
-   workers, it waits (they finish, or go stale and come back as WAITING);
+1. trials whose worker stopped sending heartbeats for ``grace`` seconds (killed, machine lost)
+   are failed, and `optuna.storages.RetryHeartbeatStaleTrialCallback` adds a WAITING copy of
+   each that keeps its ``grid_id`` (so the grid point is re-run, not lost): Optuna's
+   ``fail_stale_trials``, and
+   [`fail_orphaned_trials`][reference.grid_search.storage.fail_orphaned_trials] for a trial
+   killed before its first heartbeat. Liveness is judged by heartbeats on every storage, the
+   journal file included, never by how long a trial has run;
+2. grid points that failed without a pending retry (an exception, retries used up, a claim
+   given up) are queued again as WAITING trials with their ``grid_id``
+   ([`requeue_failed`][reference.grid_search.search.requeue_failed]);
+3. if every point is COMPLETE and no copy is left WAITING the worker exits; if the remaining
+   points are all RUNNING in other workers, it waits (they finish, or go stale and come back as
+   WAITING);
 4. otherwise it runs exactly one trial (``study.optimize(n_trials=1)``): a WAITING retry first,
    else the ``GridSampler`` picks a point that no trial has claimed. Before evaluating, the
-   trial checks its claim: if another RUNNING or COMPLETE trial holds the same point, it gives
-   up (PRUNED, with ``duplicate_of``). If another worker judged this live trial stale
-   meanwhile, its result can no longer be stored: the worker drops it and goes on, and the
-   retry evaluates the point.
+   trial checks its claim (below); if another worker judged this live trial stale meanwhile,
+   its result can no longer be stored: the worker drops it and goes on, and the retry evaluates
+   the point.
 
-Why the loop instead of ``study.optimize(n_trials=None)``: at the tail of a study ``GridSampler``
-deliberately hands out points that are still RUNNING elsewhere ("all grids should be evaluated
-before stopping"), which duplicates work, and a point whose worker was killed stays RUNNING (counted
-as claimed) until someone marks it stale. Checking the grid state before every trial keeps that from
-happening; it does not stop two workers that ask at the same instant from drawing the same point,
-which Optuna documents as expected for a ``GridSampler`` shared by several workers
-(optuna/optuna#2039). The claim check closes that gap: a claim (RUNNING state and grid point) is
-stored before it is checked, so of two claims of one point the one checked later always sees the
-other and gives up (both may, and the point is then queued again as in step 2). Every point ends
-COMPLETE exactly once for any number of workers, kills and restarts;
-[`grid_status`][reference.grid_search.search.grid_status] counts duplicates anyway, so a broken
-protocol is reported, never hidden.
+The unique claim
+================
+Several trials can hold one grid point at once: two workers that read the grid at the same
+instant both re-queue a failed point in step 2 (the re-queue is a read, then a write, and no
+storage offers a conditional insert through Optuna's API), and at the tail of a study
+``GridSampler`` deliberately hands out points that are still RUNNING elsewhere ("all grids should
+be evaluated before stopping"; optuna/optuna#2039 documents simultaneous draws as expected).
+Instead of preventing the duplicates, the claim is made unique by an order the storage itself
+defines: trial numbers, which the storage assigns once, at creation, in one total order. A
+trial ``t`` of point ``p`` evaluates it only if
+
+    no trial of p is COMPLETE, and no other trial of p that is RUNNING or WAITING
+    has a smaller number than t                                                   (1)
+
+and gives up otherwise (PRUNED, with ``duplicate_of``). A claim is stored (RUNNING, with its grid
+point) before it is checked, and numbers never change, so of any set of live claims of one point
+exactly the lowest passes (1), whatever the order and timing of the checks: two workers that
+pop two copies of a re-queued point at the same instant run it once, and never both give it up
+(a check that only looked for *another* live claim let both give up, and the point was queued
+yet again). A WAITING copy with a smaller number wins over a RUNNING one that has not been
+checked yet; once a trial has passed (1), every new claim of its point has a larger number.
+A copy left WAITING after its point is COMPLETE is popped, gives up at once and costs no
+evaluation. [`grid_status`][reference.grid_search.search.grid_status] counts duplicate COMPLETE
+trials anyway, so a broken protocol is reported, never hidden.
+
+Why the loop instead of ``study.optimize(n_trials=None)``: ``GridSampler`` keeps handing out
+RUNNING points at the tail, and a point whose worker was killed stays RUNNING (counted as
+claimed) until someone marks it stale; checking the grid state before every trial keeps workers
+waiting instead of duplicating work. Every point ends COMPLETE exactly once for any number of
+workers, kills and restarts.
 """
 
 from __future__ import annotations
@@ -184,14 +200,26 @@ def _enqueue_point(study: optuna.Study, params: Mapping[str, GridValue]) -> None
     study.add_trial(optuna.trial.create_trial(state=TrialState.WAITING, system_attrs=system_attrs))
 
 
-def _other_claim(study: optuna.Study, trial_id: int, space: SearchSpace) -> int | None:
-    """The number of another RUNNING or COMPLETE trial of this trial's grid point, if any."""
+def _earlier_claim(study: optuna.Study, trial_id: int, space: SearchSpace) -> int | None:
+    """The number of the trial that holds this trial's grid point by (1): a COMPLETE trial of
+    it, or a RUNNING or WAITING one with a smaller number (``None``: this trial holds it)."""
     trials = study.get_trials(deepcopy=False)
     mine = next(t for t in trials if t._trial_id == trial_id)
     key = _point_key(mine, study.sampler, space)
-    live = (TrialState.RUNNING, TrialState.COMPLETE)
-    others = (t for t in trials if t._trial_id != trial_id and t.state in live)
-    return next((t.number for t in others if _point_key(t, study.sampler, space) == key), None)
+    pending = (TrialState.RUNNING, TrialState.WAITING)
+    for t in trials:
+        if t._trial_id == trial_id or _point_key(t, study.sampler, space) != key:
+            continue
+        if t.state == TrialState.COMPLETE or (t.state in pending and t.number < mine.number):
+            return t.number  # (1)
+    return None
+
+
+def requeue_failed(study: optuna.Study, status: GridStatus) -> None:
+    """Step 2: queue a WAITING trial for each grid point that failed without a pending retry
+    (two workers may both do it from the same status: (1) runs the point once)."""
+    for params in status.failed_unretried:
+        _enqueue_point(study, params)
 
 
 def _taken_over(study: optuna.Study, trial_id: int) -> bool:
@@ -220,8 +248,8 @@ def run_worker(
     def optuna_objective(trial: Trial) -> tuple[float, ...]:
         started.append(trial._trial_id)
         trial.set_user_attr("worker", worker_id())
-        other = _other_claim(study, trial._trial_id, space)
-        if other is not None:  # two workers claimed one point: give this claim up
+        other = _earlier_claim(study, trial._trial_id, space)
+        if other is not None:  # an earlier claim holds the point: give this one up, (1)
             study._storage.set_trial_system_attr(trial._trial_id, "duplicate_of", other)
             raise optuna.TrialPruned(f"grid point held by trial {other}")
         params = {n: trial.suggest_categorical(n, list(space[n])) for n in sorted(space)}
@@ -236,11 +264,10 @@ def run_worker(
             fail_stale_trials(study)
         fail_orphaned_trials(study)
         status = grid_status(study, space)
-        if status.done:
-            return status
-        for params in status.failed_unretried:
-            _enqueue_point(study, params)
+        if status.done and status.waiting == 0:
+            return status  # (a copy still WAITING is popped below and gives up at once)
         if status.failed_unretried:
+            requeue_failed(study, status)
             continue
         if status.free == 0 and status.waiting == 0:
             time.sleep(poll_s)  # the rest is RUNNING elsewhere (or about to go stale)
