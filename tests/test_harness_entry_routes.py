@@ -141,7 +141,12 @@ def test_contract_version_reads_the_bench_without_importing_it(
 ) -> None:
     versions = {s: entry.contract_version(s) for s in registry.slugs()}
     ported = {s for s, v in versions.items() if v == 2}
-    assert {"mixture-of-experts", "gradient-checkpointing", "tpu-deployment", "grid-search"} <= ported
+    assert {
+        "mixture-of-experts",
+        "gradient-checkpointing",
+        "tpu-deployment",
+        "grid-search",
+    } <= ported
     assert set(versions.values()) == {1, 2}
     folder = tmp_path / "feature_caching"
     folder.mkdir()
