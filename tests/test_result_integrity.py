@@ -32,8 +32,8 @@ FIGURES = {
     "consistency-latent-diffusion": 50,
     "conv-fusion": 6,
     "feature-caching": 116,
-    "gradient-checkpointing": 11,
-    "grid-search": 37,
+    "gradient-checkpointing": 35,
+    "grid-search": 72,
     "low-rank-inference": 79,
     "mixture-of-experts": 65,
     "pruning": 114,
@@ -42,7 +42,7 @@ FIGURES = {
     "stacking": 1379,
     "stochastic-reparameterization": 45,
     "timestep-distillation": 65,
-    "tpu-deployment": 24,
+    "tpu-deployment": 57,
 }
 """How many figures the check recomputes in each committed result (a rerun that changes a
 result's rows updates its count here). Conv fusion and gradient checkpointing keep no per-seed
