@@ -301,7 +301,8 @@ def find(g: Glossary, query: str, lang: str | None) -> Entry:
 
 
 def cmd_lookup(args: argparse.Namespace) -> int:
-    from .lookup import MAX_QUERY_CHARS, decide, open_index
+    from .compiled import open_compiled
+    from .lookup import MAX_QUERY_CHARS, decide
     from .normalize import normalize
 
     query = clean_text(args.query)
@@ -313,7 +314,7 @@ def cmd_lookup(args: argparse.Namespace) -> int:
         query = query[:MAX_QUERY_CHARS]
     if not normalize(query):
         raise CliError(_("empty query: give a term with letters or digits"), 2)
-    index = open_index(args.entries)
+    index = open_compiled(args.entries)
     _use_language_names(index.meta("language_names"))
     found = index.search(query, args.lang, args.limit + 1, prefer=(_ui_lang, "en"))
     decision = decide(found, args.lang)
@@ -559,10 +560,13 @@ def status_label(status: str) -> str:
 
 
 def cmd_terms(args: argparse.Namespace) -> int:
+    from .loader import parse_folder
     from .terms import places, report
 
     lang = args.lang or _ui_lang
-    concepts, problems = report(lang, args.entries)
+    parsed, problems = parse_folder(args.entries)
+    concepts, more = report(lang, parsed) if not problems else ([], [])
+    problems += more
     if problems:
         for problem in problems:
             print(problem, file=sys.stderr)

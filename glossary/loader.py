@@ -746,6 +746,30 @@ def entry_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
 
 
+def parse_folder(directory: Path | None = None) -> tuple[list[_Parsed], list[Problem]]:
+    """Every entry file of ``directory`` (default: the package's entries) parsed, without the
+    checks across entries, and the problems that stop a report on them (no such folder, no
+    entry file, a file that cannot be parsed)."""
+    folder = Path(directory) if directory is not None else ENTRIES_DIR
+    if not folder.is_dir() or not entry_files(folder):
+        return [], [
+            Problem(
+                str(folder),
+                1,
+                "directory",
+                "not a directory" if not folder.is_dir() else "holds no entry files (*.yaml)",
+                "pass the folder that holds the entry files",
+            )
+        ]
+    parsed, found = [], []
+    for path in entry_files(folder):
+        p, trouble = _parse_file(path)
+        found += trouble
+        if p is not None:
+            parsed.append(p)
+    return parsed, found
+
+
 def _load(
     directory: Path | None, style: bool = False, catalogs: bool = False
 ) -> tuple[Glossary | None, list[Problem]]:

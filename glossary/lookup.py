@@ -28,8 +28,9 @@ threshold and clearly beats the next entry of its tier; **ambiguous** when anoth
 entries as suggestions. The thresholds are calibrated on ``tests/data/lookup_queries.yaml`` (see
 ``tests/test_lookup_quality.py``).
 
-:class:`Index` works on a loaded :class:`~glossary.model.Glossary`; :func:`open_index` on the
-compiled SQLite index of a folder (:class:`glossary.compiled.CompiledIndex`), which scores only
+:class:`Index` works on a loaded :class:`~glossary.model.Glossary`;
+:func:`glossary.compiled.open_compiled` opens the compiled SQLite index of a folder
+(:class:`glossary.compiled.CompiledIndex`, built on this module's base class), which scores only
 the names that share the most character trigrams with the query, so that the cost does not grow
 with the glossary, and loads only the entries it shows.
 """
@@ -39,7 +40,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -421,26 +421,6 @@ class Index(_Base):
 
     def documents_of(self, lang: str, slugs: Iterable[str]) -> set[int]:
         return self.text.documents_of(lang, slugs)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "CompiledIndex":  # in glossary.compiled, which imports this module
-        from .compiled import CompiledIndex
-
-        return CompiledIndex
-    raise AttributeError(name)
-
-
-def open_index(directory: Path | None = None) -> Any:
-    """The compiled index of ``directory`` (default: the package's entries), valid for it now
-    (a :class:`glossary.compiled.CompiledIndex`).
-
-    Raises :class:`glossary.loader.GlossaryError` when the index had to be compiled and the
-    entries are invalid.
-    """
-    from .compiled import open_compiled
-
-    return open_compiled(directory)
 
 
 def resolve(glossary: Glossary, query: str, lang: str | None = None) -> Entry | None:

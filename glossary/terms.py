@@ -15,14 +15,14 @@ the ``msgid``. Only ``glossary validate`` and ``glossary terms`` import this mod
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from . import schema, style
-from .problem import Problem, display
+from .problem import display
 
 PACKAGE = Path(__file__).resolve().parent
 LOCALE_DIR = PACKAGE / "locale"
@@ -124,34 +124,16 @@ def places(uses: list[style.Use]) -> list[tuple[str, str, int]]:
     return [(where, status, n) for (where, status), n in counts.items()]
 
 
-def report(lang: str, directory: Path | None = None) -> tuple[list[Concept], list[Any]]:
-    """The concepts of ``lang``'s sheet with every variant still in use, and the problems that
-    stop the report (an unreadable sheet or entry folder)."""
-    from .loader import ENTRIES_DIR, _parse_file, entry_files
-
+def report(lang: str, parsed: Sequence[Any]) -> tuple[list[Concept], list[Any]]:
+    """The concepts of ``lang``'s sheet with every variant still in use in the ``parsed``
+    entries (`glossary.loader.parse_folder`) and the catalogs, and the problems that stop the
+    report (an unreadable sheet)."""
     if lang not in schema.LANGS:
         raise ValueError(lang)
     loaded, problems = style.sheets()
     sheet = next((s for s in loaded if s.lang == lang), None)
     if sheet is None:
         return [], list(problems)
-    folder = Path(directory) if directory is not None else ENTRIES_DIR
-    if not folder.is_dir() or not entry_files(folder):
-        return [], [
-            Problem(
-                str(folder),
-                1,
-                "directory",
-                "not a directory" if not folder.is_dir() else "holds no entry files (*.yaml)",
-                "pass the folder that holds the entry files",
-            )
-        ]
-    parsed, found = [], []
-    for path in entry_files(folder):
-        p, trouble = _parse_file(path)
-        found += trouble
-        if p is not None:
-            parsed.append(p)
     terms = {
         p.data.get("slug"): p.data["lang"].get(lang, {}).get("term")
         for p in parsed
@@ -163,4 +145,4 @@ def report(lang: str, directory: Path | None = None) -> tuple[list[Concept], lis
     }
     for use in style.entry_uses(parsed, (sheet,)) + catalog_uses(sheet, catalog_files(lang)):
         concepts[use.rule.id].uses.append(use)
-    return list(concepts.values()), found
+    return list(concepts.values()), []

@@ -13,7 +13,8 @@ import pytest
 from glossary_support import ROOT, copy_valid, edit, private_cache
 
 from glossary import cli, index
-from glossary.lookup import decide, open_index
+from glossary.compiled import open_compiled
+from glossary.lookup import decide
 
 _cache = pytest.fixture(autouse=True, scope="module")(private_cache)
 
@@ -31,7 +32,7 @@ def test_shipped_index_is_used_and_never_stale(
     shipped = index.compile_shipped(d)
     conn = index.open_index(d)
     assert conn.execute("PRAGMA database_list").fetchone()[2] == str(shipped)
-    assert open_index(d).search("poda de red")[0].slug == "pruning"
+    assert open_compiled(d).search("poda de red")[0].slug == "pruning"
     # an edit with the same size and a restored mtime is still caught by the digest
     path = d / "pruning.yaml"
     stat = path.stat()
@@ -41,20 +42,20 @@ def test_shipped_index_is_used_and_never_stale(
     names, code = index.entry_names(d), index.code_digest()
     stamps = index.stamps_digest(d, names)
     assert index._check(sqlite3.connect(shipped), d, names, code, stamps) is None
-    assert open_index(d).search("poda de rex")[0].exact
+    assert open_compiled(d).search("poda de rex")[0].exact
     # a new file, and a removed one, invalidate it too
     (d / "ema.yaml").rename(d / "ema2.yaml")
     with pytest.raises(Exception, match="does not match the file name"):
-        open_index(d)
+        open_compiled(d)
 
 
 def test_cache_index_is_compiled_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GLOSSARY_CACHE_DIR", str(tmp_path / "cache"))
     d = copy_valid(tmp_path)
-    open_index(d)
+    open_compiled(d)
     (cached,) = (tmp_path / "cache").glob("index-*.sqlite3")
     before = cached.stat().st_mtime_ns
-    open_index(d)
+    open_compiled(d)
     assert cached.stat().st_mtime_ns == before
 
 
@@ -81,7 +82,7 @@ def test_off_topic_query_is_no_match(capsys: pytest.CaptureFixture[str], tmp_pat
     d = copy_valid(tmp_path)
     code, out = lookup(capsys, d, "chocolate cake")
     assert code == 1 and out.startswith("No entry matches 'chocolate cake'.")
-    assert decide(open_index(d).search("chocolate cake")).kind == "none"
+    assert decide(open_compiled(d).search("chocolate cake")).kind == "none"
 
 
 @pytest.mark.parametrize(
@@ -119,7 +120,7 @@ def test_index_holds_identifiers_and_texts(tmp_path: Path) -> None:
     from glossary.lookup import Index
 
     d = copy_valid(tmp_path)
-    compiled, memory = open_index(d), Index(load_glossary(d))
+    compiled, memory = open_compiled(d), Index(load_glossary(d))
     for query in ("EMAModel", "Structural Pruning", "unimportant channels", "сокращает время"):
         a, b = compiled.search(query, limit=3), memory.search(query, limit=3)
         assert [(c.slug, c.where, round(c.score, 6)) for c in a] == [

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from glossary_support import REAL, copy_valid, edit, problems
 
-from glossary import cli, style, terms
+from glossary import cli, loader, style, terms
 from glossary.loader import _parse_file, entry_files
 
 
@@ -104,7 +104,9 @@ def test_a_concept_must_name_the_entry_whose_term_is_preferred() -> None:
 
 
 def test_the_report_lists_each_concept_with_its_variants_counts_and_places() -> None:
-    concepts, found = terms.report("ru")
+    parsed, found = loader.parse_folder()
+    concepts, more = terms.report("ru", parsed)
+    assert more == []
     assert found == []
     by_rule = {c.rule.id: c for c in concepts}
     pruning = by_rule["obrezka"]

@@ -25,8 +25,9 @@ import pytest
 import yaml
 from glossary_support import REAL, private_cache
 
+from glossary.compiled import CompiledIndex, open_compiled
 from glossary.loader import load_glossary
-from glossary.lookup import CompiledIndex, Index, decide, open_index
+from glossary.lookup import Index, decide
 
 _cache = pytest.fixture(autouse=True, scope="module")(private_cache)
 QUERIES = REAL.parent.parent / "tests" / "data" / "lookup_queries.yaml"
@@ -42,7 +43,7 @@ def index() -> Index:
 @cache
 def compiled() -> CompiledIndex:
     """What ``glossary lookup`` searches: the compiled index (trigram candidates only)."""
-    return open_index(REAL)
+    return open_compiled(REAL)
 
 
 def queries() -> dict:
