@@ -305,8 +305,8 @@ def measure(cfg: Config, staging: Path) -> Outcome:
             ode="clipped",
             quality_reference="held-out-half",
         ),
-        notes=notes(cfg, rows, ways),
-        figures=figures(rows, cfg.n, cfg.steps, staging),
+        notes=notes(cfg, rows, ways, PARITY_TOLERANCE),
+        figures=figures(rows, cfg.n, cfg.steps, staging, SLUG),
         extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
     )
 

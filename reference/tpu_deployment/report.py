@@ -16,16 +16,14 @@ from typing import Any
 
 from reference.harness.results import Figure, Row, note
 
-from .bench import PARITY_TOLERANCE, ROWS, SLUG
 
-
-def figures(rows: Mapping[str, Row], n: int, steps: int, out: Path) -> list[Figure]:
+def figures(rows: Mapping[str, Row], n: int, steps: int, out: Path, slug: str) -> list[Figure]:
     """The latency bars and the compile-payoff lines (redrawn per language by the site from
     the rows: ``glossary.site.benchfigures``)."""
     from reference.harness import bar_chart, curve_plot
 
-    figs = [Figure(f"{SLUG}.png", "latency"), Figure(f"{SLUG}-compile-payoff.png", "payoff")]
-    timed = [k for k in ROWS if k in rows]
+    figs = [Figure(f"{slug}.png", "latency"), Figure(f"{slug}-compile-payoff.png", "payoff")]
+    timed = [k for k, r in rows.items() if "latency_ms" in r.values]  # in declaration order
     bar_chart(
         timed,
         [rows[k].values["latency_ms"] for k in timed],
@@ -63,8 +61,9 @@ def payoff_notes(rows: Mapping[str, Row]) -> list:
     ]
 
 
-def notes(cfg: Any, rows: Mapping[str, Row], ways: Any) -> list:
-    """Every note of the result, with the numbers its sentence quotes."""
+def notes(cfg: Any, rows: Mapping[str, Row], ways: Any, tolerance: float) -> list:
+    """Every note of the result, with the numbers its sentence quotes (``tolerance``: the
+    parity aim's bound on the largest pixel deviation)."""
     import torch
 
     from reference.harness import quality_note
@@ -80,7 +79,7 @@ def notes(cfg: Any, rows: Mapping[str, Row], ways: Any) -> list:
             n=cfg.n_quality,
             seeds=len(cfg.seeds),
             steps=cfg.steps,
-            tol=PARITY_TOLERANCE,
+            tol=tolerance,
         ),
         note(
             "compile-times",
