@@ -135,6 +135,9 @@ def test_every_series_and_row_a_chart_names_is_in_its_result() -> None:
                 continue
             if isinstance(spec, bf.Sweep):  # kept in the settings or a note: a list per series
                 source = bf.sweep_source(_results()[slug], spec)
+                if spec.note and spec.series not in source:  # a note from before its data
+                    assert (slug, _caption) in bf.AWAITING_RERUN, slug
+                    continue
                 names, values = source[spec.series], source[spec.values]
                 assert len(names) == len(values) and spec.x in source, slug
                 continue
