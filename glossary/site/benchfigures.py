@@ -700,8 +700,10 @@ def _draw_shares(result: Result, spec: Shares, groups: list[list[float]], lang: 
             label = draw.plain(text.message(spec.group, {"block": i + 1}), 34)
             colour = PALETTE[i % len(PALETTE)]
             handles.append(ax.bar(xs, [100 * v for v in shares], width, color=colour, label=label))
-        ax.axhline(even, linestyle="--", color=draw.LIMIT, linewidth=1.2, zorder=3)
-        handles.append(draw.legend_line(text.message(spec.even, {"share": even}), "--"))
+        # the even share in the text colour: the limit colour is also a block's bars
+        line = ax.axhline(even, linestyle="--", color=draw.FOREGROUND, linewidth=1.2, zorder=3)
+        line.set_label(draw.plain(text.message(spec.even, {"share": even}), 34))
+        handles.append(line)
         ax.set_xticks(range(k), [f"{spec.prefix}{e}" for e in range(k)])
         ax.grid(False, axis="x")
         draw.locale_axis(ax.yaxis, lang)
