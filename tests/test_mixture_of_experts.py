@@ -183,3 +183,20 @@ def test_both_sides_of_the_claim_are_judged_on_paired_intervals() -> None:
         "speedup-vs-wide": "met",
         "speedup": "missed",  # 1/1.6 = 0.63x, below 1/1.15 in every round
     }
+
+
+def test_quick_result_keeps_each_blocks_expert_shares_for_the_figure(quick_result) -> None:
+    from reference.mixture_of_experts.zoo_specs import CONFIGS
+
+    result = quick_result("mixture-of-experts")
+    params = next(n["params"] for n in result["notes"] if n["id"] == "utilisation")
+    shares = params["shares"]
+    sparse = CONFIGS["moe_sparse"]
+    assert len(shares) == sparse["depth"] and {len(s) for s in shares} == {sparse["num_experts"]}
+    for block in shares:
+        assert min(block) >= 0.0
+        # each share is a float32 count ratio (relative error 2**-24 each, 8 of them) written
+        # as a float; their sum is 1 to well within 1e-5
+        assert sum(block) == pytest.approx(1.0, abs=1e-5)
+    # the note's busiest-expert share is the largest of the kept shares, in percent
+    assert params["max_share"] == pytest.approx(100 * max(max(s) for s in shares), rel=1e-12)

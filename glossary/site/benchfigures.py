@@ -12,10 +12,14 @@ shared ``results`` catalog), the values and their 95% intervals from the rows. F
 * :class:`Dots`: one or more metrics per row, a dot plot with one line per configuration;
 * :class:`Sweep`: a sweep the benchmark kept in its settings or in the parameters of one of
   its notes (one run, no interval) instead of rows, drawn like :class:`Curves`;
-* :class:`Payoff`: the benchmark's straight-line model of a cost from two metrics per row.
+* :class:`Payoff`: the benchmark's straight-line model of a cost from two metrics per row;
+* :class:`Shares`: shares of a whole per group (each group's shares sum to 1) kept in the
+  parameters of one of its notes, drawn as grouped bars in percent beside the even share.
 
 A chart whose data is not in the result (a sweep the benchmark ran but did not store) is
 listed in :data:`NOT_IN_ROWS`; it is not drawn, and the pages say so (:mod:`glossary.site.terms`).
+A chart described here whose committed result predates its data is drawn as soon as a rerun
+stores it; until then its committed PNG stays (:data:`AWAITING_RERUN`).
 
 Sample grids (digits, no text) stay PNG; :func:`sample_rows` says which row of the result each
 grid row shows, top to bottom, in the order the benchmark concatenated them
@@ -121,7 +125,26 @@ class Payoff:
     log_y: bool = False
 
 
-Spec = Curves | Dots | Sweep | Payoff
+@dataclass(frozen=True)
+class Shares:
+    """Shares kept in the parameters of the result's note ``note``: ``values`` is a list per
+    group, one share per category (a fraction; a group's shares sum to 1). Drawn as grouped
+    bars in percent, one colour per group named by the message ``group`` (its ``block``: the
+    group's number from 1), the categories named ``<prefix><index from 0>``, with the even
+    share 100 / k % of k categories as a dashed line named by the message ``even``."""
+
+    note: str
+    values: str
+    x_title: str
+    y_title: str
+    group: str
+    even: str
+    caption: str
+    alt: str
+    prefix: str = ""
+
+
+Spec = Curves | Dots | Sweep | Payoff | Shares
 
 _FDD_NFE = Curves(
     "fd_digits",
@@ -260,6 +283,21 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
         )
         for values in ("retained", "peak")
     ),
+    # reference/mixture_of_experts/figures.py: utilisation_figure, each expert's share of a
+    # block's first choices while sampling (kept in the utilisation note: shares)
+    ("mixture-of-experts", "utilisation"): (
+        Shares(
+            "utilisation",
+            "shares",
+            "chart.axis-expert",
+            "chart.axis-share",
+            "chart.series-block",
+            "chart.even-share",
+            "chart.caption-utilisation",
+            "chart.alt-utilisation",
+            prefix="E",
+        ),
+    ),
     # reference/low_rank_inference/figures.py: the budget figure, per method
     ("low-rank-inference", "budget"): (
         Curves(
@@ -358,11 +396,17 @@ NOT_IN_ROWS: dict[tuple[str, str], str] = {
     ("grid-search", "pareto"): "every grid point; the result keeps only the front's choice",
     ("grid-search", "strategies"): "best value per trial count; not stored in the result",
     ("low-rank-inference", "error-vs-rank"): "a sweep over ranks, not stored in the result",
-    ("mixture-of-experts", "utilisation"): "routing shares per block, not stored in the result",
     ("stochastic-reparameterization", "mechanism"): "per-timestep losses, not stored",
     ("stochastic-reparameterization", "training"): "training curves, not stored in the result",
 }
 """Charts that are not redrawn, and why (the data behind them is not in the result rows)."""
+
+AWAITING_RERUN: dict[tuple[str, str], str] = {
+    ("gradient-checkpointing", "chain"): "the chain-law note keeps its sweep from this rerun on",
+    ("mixture-of-experts", "utilisation"): "the shares per block are stored from this rerun on",
+}
+"""Charts of :data:`CHARTS` whose committed result may predate the data they are drawn from:
+the site keeps the committed PNG (:func:`replaced` is false) until the rerun stores it."""
 
 
 def _row(result: Result, rid: str) -> dict[str, Any] | None:
@@ -498,7 +542,7 @@ def _sweep_label(result: Result, spec: Sweep, name: str, text: ResultText) -> st
     return text.message(f"{spec.label}{row['config']['method']}", params)
 
 
-def sweep_source(result: Result, spec: Sweep) -> dict[str, Any]:
+def sweep_source(result: Result, spec: Sweep | Shares) -> dict[str, Any]:
     """Where a sweep's lists are: the parameters of its note, or the settings."""
     if not spec.note:
         return dict(result["settings"])
@@ -523,6 +567,20 @@ def sweep_lines(result: Result, spec: Sweep, text: ResultText) -> list[Line]:
         if points:
             lines.append(Line(_sweep_label(result, spec, str(name), text), points))
     return lines
+
+
+def share_groups(result: Result, spec: Shares) -> list[list[float]]:
+    """The groups of shares of ``spec`` (empty when the note lacks them, or when they are not
+    a list per group of the same number of finite shares)."""
+    groups = sweep_source(result, spec).get(spec.values)
+    if not isinstance(groups, list) or not groups:
+        return []
+    if not all(isinstance(g, list) and g and len(g) == len(groups[0]) for g in groups):
+        return []
+    values = [[finite(v) for v in g] for g in groups]
+    if any(v is None for g in values for v in g):
+        return []
+    return [[float(v) for v in g] for g in values]  # type: ignore[arg-type]
 
 
 def payoff_lines(result: Result, spec: Payoff, text: ResultText) -> list[Line]:
@@ -630,6 +688,30 @@ def _draw_curves(
         return draw.to_svg(fig)
 
 
+def _draw_shares(result: Result, spec: Shares, groups: list[list[float]], lang: str) -> bytes:
+    text = ResultText(result["slug"], lang)
+    k = len(groups[0])
+    width = 0.8 / len(groups)
+    even = 100 / k
+    with draw.figure(4.2) as (fig, ax):
+        handles = []
+        for i, shares in enumerate(groups):
+            xs = [e + (i - (len(groups) - 1) / 2) * width for e in range(k)]
+            label = draw.plain(text.message(spec.group, {"block": i + 1}), 34)
+            colour = PALETTE[i % len(PALETTE)]
+            handles.append(ax.bar(xs, [100 * v for v in shares], width, color=colour, label=label))
+        # the even share in the text colour: the limit colour is also a block's bars
+        line = ax.axhline(even, linestyle="--", color=draw.FOREGROUND, linewidth=1.2, zorder=3)
+        line.set_label(draw.plain(text.message(spec.even, {"share": even}), 34))
+        handles.append(line)
+        ax.set_xticks(range(k), [f"{spec.prefix}{e}" for e in range(k)])
+        ax.grid(False, axis="x")
+        draw.locale_axis(ax.yaxis, lang)
+        draw.labels(ax, text.message(spec.x_title), text.message(spec.y_title))
+        draw.legend(fig, handles)
+        return draw.to_svg(fig)
+
+
 def dots_title(result: Result, spec: Dots, text: ResultText) -> str:
     """The value axis of a dot plot: the metric's title, or for several metrics (which share
     a unit and a direction; the legend names them) the unit and the direction alone."""
@@ -722,6 +804,10 @@ def replaced(result: Result, figure: dict[str, Any]) -> bool:
 
 
 def _caption(result: Result, spec: Spec, text: ResultText) -> tuple[str, str]:
+    if isinstance(spec, Shares):
+        groups = share_groups(result, spec)
+        params = {"blocks": len(groups), "experts": len(groups[0]) if groups else 0}
+        return text.message(spec.caption, params), text.message(spec.alt, params)
     if isinstance(spec, Payoff):
         params = {"fixed": text.metric(spec.fixed), "per": text.metric(spec.per)}
         alt = {"y": curve_titles(result, spec, text)[1], "x": curve_titles(result, spec, text)[0]}
@@ -747,7 +833,12 @@ def figure_charts(result: Result, figure: dict[str, Any], lang: str) -> list[Cha
     text = ResultText(result["slug"], lang)
     charts = []
     for i, spec in enumerate(specs):
-        if isinstance(spec, Curves):
+        if isinstance(spec, Shares):
+            groups = share_groups(result, spec)
+            if not groups:
+                continue
+            drawing = partial(_draw_shares, result, spec, groups, lang)
+        elif isinstance(spec, Curves):
             lines = curve_lines(result, spec, text)
             if not lines:
                 continue
@@ -767,7 +858,7 @@ def figure_charts(result: Result, figure: dict[str, Any], lang: str) -> list[Cha
         caption, alt = _caption(result, spec, text)
         name = chart_name(figure["file"], i)
         inputs = [result["rows"], result["metrics"], result["settings"], repr(spec)]
-        if isinstance(spec, Sweep) and spec.note:
+        if isinstance(spec, Sweep | Shares) and spec.note:
             inputs.append(sweep_source(result, spec))
         data = json.dumps(inputs, sort_keys=True)
         key = chart_key(name, lang, data, domains=(result["slug"], "results"))

@@ -17,6 +17,13 @@ Quality is scored against the reference half of the held-out digits (`reference.
 the classifier never saw them): FDD, the class-weighted unbiased KID, accuracy and within-class
 diversity, at ``n_quality`` = 140 per seed, so that the held-out real row (at most 148 digits)
 is measured at the same size and its FDD is comparable.
+
+The ``utilisation`` note keeps, beside the busiest expert's share, every share the utilisation
+figure draws: ``shares[b][e]``, the fraction of block ``b``'s tokens whose first choice was expert
+``e`` while the MoE sampled (`RoutingRecorder`), so that the site can draw the figure again in
+each reader's language. Each block's shares sum to 1:
+
+    shares[b][e] = c[b][e] / sum_j c[b][j],  c = first-choice counts over every sampling call  (1)
 """
 
 from __future__ import annotations
@@ -250,6 +257,7 @@ def _notes(cfg: Config, m: Any, fractions: list[list[float]]) -> list:
             alpha=ALPHA,
             max_share=100 * max(max(f) for f in fractions),
             uniform=100 / len(fractions[0]),
+            shares=[list(f) for f in fractions],  # (1), the figure's bars
         ),
         note("same-budget"),
         note("held-out-reference"),

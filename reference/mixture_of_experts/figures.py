@@ -1,4 +1,8 @@
-"""The mixture-of-experts figure: each expert's share of a block's tokens while sampling."""
+"""The mixture-of-experts figure: each expert's share of a block's tokens while sampling.
+
+The result keeps the same shares in its ``utilisation`` note (``shares``, one list per block), from
+which the site draws this figure again in each reader's language; the PNG here stays English.
+"""
 
 from __future__ import annotations
 
