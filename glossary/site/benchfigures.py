@@ -401,10 +401,7 @@ NOT_IN_ROWS: dict[tuple[str, str], str] = {
 }
 """Charts that are not redrawn, and why (the data behind them is not in the result rows)."""
 
-AWAITING_RERUN: dict[tuple[str, str], str] = {
-    ("gradient-checkpointing", "chain"): "the chain-law note keeps its sweep from this rerun on",
-    ("mixture-of-experts", "utilisation"): "the shares per block are stored from this rerun on",
-}
+AWAITING_RERUN: dict[tuple[str, str], str] = {}
 """Charts of :data:`CHARTS` whose committed result may predate the data they are drawn from:
 the site keeps the committed PNG (:func:`replaced` is false) until the rerun stores it."""
 
