@@ -38,6 +38,12 @@ MAX_CORE_LINES = 330
 PORTED = ("mixture-of-experts", "gradient-checkpointing", "tpu-deployment", "grid-search")
 """Benchmarks ported to the declared comparison (contract 2); the others still run on 1."""
 
+FIDELITY_BESIDE = {
+    "grid-search": "the search may change the guidance scale, which changes the distribution to"
+    " sample; fidelity to the unguided solution is reported beside the FDD, not as its objective",
+}
+"""Benchmarks that report the fidelity without headlining it, and why."""
+
 ids = [t.slug for t in TECHNIQUES]
 
 
@@ -194,7 +200,8 @@ def test_quick_benchmark_writes_a_valid_non_standard_result(
     assert data is not None
     if data["schema_version"] == 4:  # sealed; every derived figure follows from the raw ones
         assert check_result(data, technique.slug) == [] and "digest" in data
-        if "rms_to_solution" in data["metrics"]:  # a training-free approximation (issue 21)
+        if "rms_to_solution" in data["metrics"] and technique.slug not in FIDELITY_BESIDE:
+            # a training-free approximation headlines its fidelity (issue 21)
             assert data["headline"]["quality_metric"] == "rms_to_solution"
     else:
         assert validate_result(data) == []

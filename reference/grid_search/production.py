@@ -26,9 +26,10 @@ Pitfalls
 ========
 * The choice was made for the zoo's teacher on the digits; on another model it is a starting
   point to re-measure, not a result.
-* The result file is read and validated as every result is (``read_result``); a missing or
-  invalid file, a missing ``chosen`` row or an unknown sampler is refused in one line, before
-  the pipeline is touched.
+* The result file is read and checked as ``glossary bench --check`` checks it
+  (`reference.harness.integrity.read_checked`: its schema, its digest and every derived figure),
+  so a hand-edited result is refused; a missing or invalid file, a missing ``chosen`` row or an
+  unknown sampler is refused in one line, before the pipeline is touched.
 """
 
 from __future__ import annotations
@@ -49,14 +50,17 @@ CHOSEN_ROW = "chosen"
 
 def grid_choice(result_path: Path | str = RESULT_PATH) -> dict[str, Any]:
     """``{"sampler", "steps", "guidance"}`` of the result's ``chosen`` row (one-line errors)."""
-    from reference.harness.results import read_result
+    from reference.harness.integrity import read_checked
 
     path = Path(result_path)
     if not path.is_file():
         raise FileNotFoundError(
             f"{path}: no grid-search result; run python -m reference.grid_search --bench"
         )
-    data = read_result(path)  # ValueError naming the file and its problems, one line
+    data, problems = read_checked(path, str(path))  # schema 3 or 4, every figure recomputed
+    if data is None or problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValueError(problems[0] + more)
     if data.get("slug") != "grid-search":
         raise ValueError(f"{path}: not a grid-search result (slug {data.get('slug')!r})")
     row = next((r for r in data["rows"] if r.get("id") == CHOSEN_ROW), None)
