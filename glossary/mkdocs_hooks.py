@@ -131,7 +131,10 @@ def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Any) -> s
     html = _TABLE_RE.sub(lambda m: label_cells(m.group(0)), html)
     html = html.replace("<table", opening).replace("</table>", "</table></div>")
     html = _unsearched(html)
-    return mark_english(html) if _API_PAGE.match(uri) and lang != "en" else html
+    if not _API_PAGE.match(uri):
+        return html
+    html = nest_headings(html)
+    return mark_english(html) if lang != "en" else html
 
 
 _TABS = re.compile(r'(<div class="tabbed-set[^"]*")')
@@ -157,6 +160,34 @@ def mark_english(html: str) -> str:
     if start < 0:
         return html
     return f'{html[:start]}<div lang="en" class="gl-code-docs">{html[start:]}</div>'
+
+
+_HEADING = re.compile(r"<(/?)h([1-6])\b")
+
+
+def nest_headings(html: str) -> str:
+    """Close every jump of two or more heading levels on a code documentation page.
+
+    mkdocstrings places a docstring's sections relative to its object's heading, so a docstring
+    whose first section is underlined with ``-`` (Markdown's second level) lands two levels
+    below its object, which breaks the page outline a screen reader follows (WCAG 1.3.1). From
+    a jump ``a -> b`` (``b > a + 1``) on, every heading is raised by ``b - a - 1`` until one at
+    level ``a`` or above ends that run; opening and closing tags move together.
+    """
+    out: list[str] = []
+    last, base, shift = 0, 0, 0  # last opened level, the level the jump started from, the shift
+    pos = 0
+    for m in _HEADING.finditer(html):
+        closing, level = m.group(1) == "/", int(m.group(2))
+        if not closing:
+            if shift and level <= base:
+                shift = 0
+            if not shift and last and level > last + 1:
+                base, shift = last, level - last - 1
+            last = level - shift
+        out += [html[pos : m.start()], f"<{m.group(1)}h{level - shift}"]
+        pos = m.end()
+    return "".join([*out, html[pos:]])
 
 
 _TABLE_RE = re.compile(r"<table\b.*?</table>", re.S)

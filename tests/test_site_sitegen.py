@@ -848,3 +848,21 @@ def test_comparison_charts_key_every_point_and_rank_memory_apart(
     assert ctx.glossary["pruning"].term(lang) in charts["compare-speedup"].caption  # said where
     memory = charts["compare-memory"].rendered().svg.decode("utf-8")
     assert "×" in memory and charts["compare-memory"].caption
+
+
+def test_a_docstring_section_two_levels_down_is_raised_under_its_object() -> None:
+    """A docstring whose sections are underlined with ``-`` lands two levels under its object's
+    heading; the code documentation page raises that run by one, tags and all, until the next
+    object at the jump's level, and leaves pages without a jump as they are."""
+    from glossary.mkdocs_hooks import nest_headings
+
+    jumped = (
+        '<h2 id="api">A</h2><h3 id="m">mod</h3><h5 id="m--math">Math</h5><p>x</p>'
+        '<h5 id="m--pit">Pitfalls</h5><h6>deeper</h6><h3 id="n">next</h3><h4>ok</h4>'
+    )
+    assert nest_headings(jumped) == (
+        '<h2 id="api">A</h2><h3 id="m">mod</h3><h4 id="m--math">Math</h4><p>x</p>'
+        '<h4 id="m--pit">Pitfalls</h4><h5>deeper</h5><h3 id="n">next</h3><h4>ok</h4>'
+    )
+    nested = '<h2 id="api">A</h2><h3>b</h3><h4>c</h4><h2>d</h2><h3>e</h3>'
+    assert nest_headings(nested) == nested
