@@ -155,9 +155,11 @@ def _quick_slug(item: pytest.Item) -> str | None:
     return next((t.slug for t in BY_SLUG.values() if t.package == package), None)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist names each test's group in its node id
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests that read one technique's quick run go to one xdist group (its module's group if it
-    has one), so that the run is made once, not once per worker."""
+    has one), so that the run is made once, not once per worker. It must run before xdist's own
+    hook, which reads the groups into the node ids that ``--dist loadgroup`` schedules by."""
     users = [
         (i, _quick_slug(i)) for i in items if {"quick_run", "quick_result"} & set(i.fixturenames)
     ]
