@@ -46,7 +46,7 @@ def _ids(a: str, b: str) -> tuple[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("stacking-quick")  # one quick study for both
+@pytest.mark.xdist_group("stacking-quick")  # one quick study for its four readers
 def test_every_compatible_pair_is_measured_with_intervals(study: dict[str, Any]) -> None:
     rows = {r["id"]: r for r in study["rows"]}
     for a, b in cm.compatible_pairs():
@@ -60,7 +60,7 @@ def test_every_compatible_pair_is_measured_with_intervals(study: dict[str, Any])
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("stacking-quick")  # one quick study for both
+@pytest.mark.xdist_group("stacking-quick")  # one quick study for its four readers
 def test_the_quick_result_is_valid_and_speaks_three_languages(study: dict[str, Any]) -> None:
     assert validate_result(study) == []
     for lang in LANGS:
@@ -76,6 +76,7 @@ def test_the_quick_result_is_valid_and_speaks_three_languages(study: dict[str, A
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("stacking-quick")
 def test_exact_elements_inherit_only_after_the_check(study: dict[str, Any]) -> None:
     for r in study["rows"]:
         members = r["config"].get("members", [])
@@ -243,6 +244,7 @@ def test_check_reports_a_missing_result(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("stacking-quick")
 def test_check_names_a_changed_member_file(study: dict[str, Any], tmp_path: Path) -> None:
     from reference.stacking.provenance import check_stacking
 
