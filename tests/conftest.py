@@ -46,6 +46,16 @@ def private_glossary_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         os.environ["GLOSSARY_CACHE_DIR"] = previous
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_solution_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Converged solutions the tests (and the quick runs they start) solve stay in a folder of
+    this test run, never in the user's cache (`reference.harness.solutions`)."""
+    folder = tmp_path_factory.mktemp("solution-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REFERENCE_SOLUTION_CACHE", str(folder))
+        yield folder
+
+
 SITE_REGISTRY = Path(__file__).resolve().parent / "fixtures" / "site" / "registry.json"
 
 

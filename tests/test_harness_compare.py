@@ -164,13 +164,70 @@ def test_a_declaration_naming_unknown_rows_is_refused(change: dict, message: str
         _comparison(**change)
 
 
-def test_duplicate_ids_and_two_baselines_are_refused() -> None:
-    base = _comparison().variants[0]
+def test_duplicate_ids_no_baseline_and_a_stray_pair_are_refused() -> None:
+    base, fast, _ = _comparison().variants
     with pytest.raises(ValueError, match="duplicate variant ids"):
         _comparison(variants=(base, base))
-    other = cmp.Variant("b2", {}, "baseline", base.sample)
-    with pytest.raises(ValueError, match="exactly one variant must be the baseline"):
-        _comparison(variants=(base, other), aims=(), headline=cmp.HeadlineSpec("base"))
+    lone = cmp.Variant("t", {}, "technique", base.sample)
+    with pytest.raises(ValueError, match="one variant must be the baseline"):
+        _comparison(variants=(lone,), aims=(), headline=cmp.HeadlineSpec("t"))
+    stray = cmp.Variant("f2", {}, "technique", base.sample, base.timed, against="nowhere")
+    with pytest.raises(ValueError, match="timed against 'nowhere'"):
+        _comparison(variants=(base, fast, stray))
+
+
+def test_each_variant_is_timed_against_its_own_pair() -> None:
+    """A sweep holds one baseline per batch size: a variant naming its pair gets its row's
+    speedup, interval, raw rounds and the headline against that pair, not the first baseline."""
+    small = cmp.Variant("b1-base", {"method": "base"}, "baseline", timed=_sleeper(0.004))
+    big = cmp.Variant("b8-base", {"method": "base"}, "baseline", timed=_sleeper(0.002))
+    fast = cmp.Variant(
+        "b8-fast", {"method": "fast"}, "technique", timed=_sleeper(0.001), against="b8-base"
+    )
+    c = _comparison(
+        variants=(small, big, fast),
+        aims=(cmp.SpeedupAim("speed", "b8-fast", "b8-base", ">", 1.0),),
+        headline=cmp.HeadlineSpec("b8-fast"),
+        repeats=3,
+    )
+    m = cmp.measure(c)
+    rows = {r.id: r for r in m.rows}
+    own = m.latency.speedup_over("b8-fast", "b8-base")
+    assert rows["b8-fast"].values["speedup"] == own
+    assert rows["b8-fast"].intervals["speedup"] == m.latency.speedup_interval(
+        "b8-fast", against="b8-base"
+    )
+    assert (m.headline.speedup, m.aims[0].measured) == (own, own)
+    body = cmp.outcome(m, settings={}, notes=(), figures=()).body
+    pairs = {r["id"]: r["rounds"]["against"] for r in body["rows"]}
+    assert pairs == {"b1-base": "b1-base", "b8-base": "b1-base", "b8-fast": "b8-base"}
+
+
+def test_a_bounded_metric_keeps_its_interval_in_range() -> None:
+    """(7): two seeds of an accuracy at 0.96 and 1.0 give a t interval reaching 1.23; the row
+    shows [lo, 1], and the result records the range the check clips with."""
+    values = {0: 0.96, 1: 1.0}
+
+    def accuracy(x: torch.Tensor, same_seed: dict) -> dict[str, float]:
+        seed = 0 if torch.equal(x, _noise(0)) else 1
+        return {"accuracy": values[seed]}
+
+    base = cmp.Variant("base", {}, "baseline", sample=_noise)
+    c = _comparison(
+        variants=(base,),
+        metrics={"accuracy": Metric("", "higher")},
+        score=accuracy,
+        seeds=(0, 1),
+        aims=(),
+        headline=cmp.HeadlineSpec("base"),
+    )
+    m = cmp.measure(c)
+    lo, hi = m.rows[0].intervals["accuracy"]
+    assert hi == 1.0 and lo < 0.96
+    assert cmp.clip_interval((-0.2, 0.3), (0.0, None)) == (0.0, 0.3)
+    assert cmp.clip_interval((1.2, 1.3), (0.0, 1.0)) == (1.0, 1.0)
+    body = cmp.outcome(m, settings={}, notes=(), figures=()).body
+    assert body["metrics"]["accuracy"]["range"] == [0.0, 1.0]
 
 
 def test_a_ratio_aim_on_a_non_positive_metric_is_refused() -> None:

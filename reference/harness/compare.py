@@ -25,13 +25,23 @@ For a metric ``m`` measured on seeds ``s = 1..S`` and timing rounds ``r = 1..R``
     speedup     median_r T_b(r) / median_r T_a(r)                                (4)
     its interval: percentile bootstrap over rounds, each round's pair kept       (5)
     fidelity    rms_to_solution = (1/N) Σ_i ‖x_i − x*_i‖ / √D                     (6)
+    clipped     [max(lo, L), min(hi, H)] for a metric with range [L, H]           (7)
 
 (1)-(3) are `reference.harness.stats.summarize` and ``paired_ratio``; (4)-(5) are
 `reference.harness.cost.compare_latency` and ``speedup_interval``; (6) is
 `reference.harness.ode.rms_to` against the converged clipped-ODE solution ``x*`` from the same
-noise (``Comparison.solution``), the primary metric of a training-free approximation: it asks
+noise (``Comparison.solution``; `reference.harness.solutions` computes it once per content), the
+primary metric of a training-free approximation: it asks
 how far the technique moves each sample from where the exact sampler would put it, which a
-distribution distance (FDD) cannot see when the errors keep the distribution.
+distribution distance (FDD) cannot see when the errors keep the distribution. (7) keeps the
+t interval of a bounded metric (an accuracy, a distance) inside the values it can take: with
+two to five seeds, (2) of an accuracy near 1 reaches past 1, and of a distance near 0 below 0;
+the clipped interval is what the data support, and the range is recorded in the result so the
+check clips alike.
+
+A variant's speedup is taken against the baseline unless it names its own pair
+(``Variant.against``): a sweep over batch sizes holds one baseline per batch, each technique
+compared with the one of its own batch.
 
 Pitfalls
 --------
@@ -66,7 +76,6 @@ from .results import (
     Note,
     Row,
     aim,
-    speedup_headline,
 )
 from .seeds import SeedTable, over_seeds
 
@@ -98,6 +107,18 @@ class Variant:
     sample: Callable[[int], torch.Tensor] | None = None
     timed: Callable[[], Any] | None = None
     facts: Mapping[str, float] = field(default_factory=dict)
+    against: str | None = None
+    """The timed row its speedup (4)-(5) is taken against; ``None``: the comparison's baseline."""
+
+
+Range = tuple[float | None, float | None]
+RANGES: Mapping[str, Range] = {
+    "accuracy": (0.0, 1.0),
+    "diversity": (0.0, None),
+    "fd_digits": (0.0, None),
+    FIDELITY: (0.0, None),
+}
+"""The values a standard metric can take (``None``: unbounded); (7) clips to them."""
 
 
 @dataclass(frozen=True)
@@ -167,13 +188,22 @@ class Comparison:
     repeats: int
     warmup: int
     solution: Callable[[int], torch.Tensor] | None = None
+    ranges: Mapping[str, Range] = field(default_factory=dict)
+    """Ranges (7) of the comparison's own bounded metrics, beside `RANGES`."""
 
     def __post_init__(self) -> None:
         ids = [v.id for v in self.variants]
         if len(set(ids)) != len(ids):
             raise ValueError(f"comparison: duplicate variant ids in {ids}")
-        if [v.role for v in self.variants].count("baseline") != 1:
-            raise ValueError("comparison: exactly one variant must be the baseline")
+        if "baseline" not in [v.role for v in self.variants]:
+            raise ValueError("comparison: one variant must be the baseline")
+        timed = {v.id for v in self.variants if v.timed is not None}
+        for v in self.variants:
+            if v.against is not None and (v.against not in timed or v.timed is None):
+                raise ValueError(
+                    f"comparison: variant {v.id!r} is timed against {v.against!r}, "
+                    "which is not a timed variant (or it is not timed itself)"
+                )
         for a in self.aims:
             for name in (a.row, a.against):
                 if name not in ids:
@@ -183,7 +213,12 @@ class Comparison:
 
     @property
     def baseline(self) -> str:
+        """The first baseline variant: the default pair of every speedup and ratio."""
         return next(v.id for v in self.variants if v.role == "baseline")
+
+    def range_of(self, metric: str) -> Range | None:
+        """The range (7) of ``metric``, if it is bounded."""
+        return self.ranges.get(metric, RANGES.get(metric))
 
     def variant(self, id: str) -> Variant:
         return next(v for v in self.variants if v.id == id)
@@ -243,16 +278,32 @@ def _latency(c: Comparison) -> LatencyComparison | None:
         return compare_latency(timed, repeats=c.repeats, warmup=c.warmup, baseline=c.baseline)
 
 
-def _row(v: Variant, table: SeedTable, lat: LatencyComparison | None) -> Row:
-    """A row: means and t intervals over seeds (1)-(2), then median latency and speedup (4)
-    with its round bootstrap (5)."""
+def clip_interval(span: tuple[float, float], bounds: Range | None) -> tuple[float, float]:
+    """(7): ``span`` kept inside ``bounds``."""
+    if bounds is None:
+        return span
+    lo, hi = span
+    low, high = bounds
+    if low is not None:
+        lo, hi = max(lo, low), max(hi, low)
+    if high is not None:
+        lo, hi = min(lo, high), min(hi, high)
+    return lo, hi
+
+
+def _row(c: Comparison, v: Variant, table: SeedTable, lat: LatencyComparison | None) -> Row:
+    """A row: means and t intervals over seeds (1)-(2), clipped to the metric's range (7), then
+    median latency and speedup (4) against the variant's pair with its round bootstrap (5)."""
     values, intervals, seeds = table.row_fields(v.id)
+    intervals = {m: clip_interval(span, c.range_of(m)) for m, span in intervals.items()}
     spread: dict[str, float] = {}
     if lat is not None and v.id in lat.stats:
-        values = {"latency_ms": lat.median_ms(v.id), "speedup": lat.speedup[v.id], **values}
+        pair = v.against or lat.baseline
+        speedup = lat.speedup_over(v.id, pair)  # (4)
+        values = {"latency_ms": lat.median_ms(v.id), "speedup": speedup, **values}
         spread["latency_ms"] = lat.iqr_ms(v.id)
-        if v.id != lat.baseline:
-            intervals = {"speedup": lat.speedup_interval(v.id), **intervals}
+        if v.id != pair:
+            intervals = {"speedup": lat.speedup_interval(v.id, against=pair), **intervals}
     return Row(
         v.id,
         dict(v.config),
@@ -293,27 +344,22 @@ def _aim(
 
 
 def _headline(c: Comparison, table: SeedTable, lat: LatencyComparison | None) -> Headline | None:
+    """The headline row's speedup (4)-(5) and quality ratio (3), both against its pair (its
+    ``against``, else the baseline)."""
     h = c.headline
-    ratio = None
-    if h.quality is not None:
-        ratio = table.ratio(h.row, c.baseline, h.quality)  # (3)
-    if lat is None:
-        return Headline(
-            h.row,
-            memory_ratio=h.memory_ratio,
-            quality_metric=h.quality if ratio else None,
-            quality_ratio=ratio.value if ratio else None,
-            quality_interval=ratio.interval if ratio else None,
-        )
-    return speedup_headline(
+    pair = c.variant(h.row).against or c.baseline
+    ratio = table.ratio(h.row, pair, h.quality) if h.quality is not None else None  # (3)
+    timed = lat is not None and h.row in lat.stats
+    return Headline(
         h.row,
-        lat,
-        limit=h.limit,
-        limit_kind=h.limit_kind,
+        speedup=lat.speedup_over(h.row, pair) if timed else None,  # (4)
+        speedup_interval=lat.speedup_interval(h.row, against=pair) if timed else None,  # (5)
+        speedup_limit=h.limit if timed else None,
+        limit_kind=h.limit_kind if timed else None,
         memory_ratio=h.memory_ratio,
+        quality_metric=h.quality if ratio else None,
         quality_ratio=ratio.value if ratio else None,
         quality_interval=ratio.interval if ratio else None,
-        quality_metric=h.quality,
     )
 
 
@@ -322,7 +368,7 @@ def measure(c: Comparison) -> Measured:
     aims and headline."""
     table, first = _quality(c)
     lat = _latency(c)
-    rows = [_row(v, table, lat) for v in c.variants]
+    rows = [_row(c, v, table, lat) for v in c.variants]
     facts = {v.id: v.facts for v in c.variants}
     aims = [_aim(a, table, lat, facts) for a in c.aims]
     return Measured(c, table, lat, first, rows, aims, _headline(c, table, lat))
@@ -349,8 +395,9 @@ def outcome(
     (``rounds.latency_ms``, paired with the baseline's, named by ``rounds.against``) so that
     (4)-(5) can be recomputed from the file. ``extra_rows`` are rows not measured here (a
     reference row of real data)."""
-    metrics = dict(m.comparison.metrics)
-    if m.comparison.solution is not None:
+    c = m.comparison
+    metrics = dict(c.metrics)
+    if c.solution is not None:
         metrics.setdefault(FIDELITY, FIDELITY_METRIC)
     measurement = Measurement(
         settings=dict(settings),
@@ -363,12 +410,17 @@ def outcome(
     )
     envelope = BenchmarkResult("", "", False, False, {}, measurement, {})
     body = {k: v for k, v in envelope.to_dict().items() if k not in ENVELOPE}
+    for name, spec in body["metrics"].items():
+        bounds = c.range_of(name)
+        if bounds is not None:
+            spec["range"] = list(bounds)
     if m.latency is not None:
+        pairs = {v.id: v.against or m.latency.baseline for v in c.variants}
         for row in body["rows"]:
             stats = m.latency.stats.get(row["id"])
             if stats is not None:
                 row["rounds"] = {
-                    "against": m.latency.baseline,
+                    "against": pairs[row["id"]],
                     "latency_ms": list(stats.samples_ms),
                 }
     return Outcome(body, [f.file for f in figures])

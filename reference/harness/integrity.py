@@ -78,7 +78,8 @@ checked only where the bootstrap is seeded and pure Python (10).
 What is checked
 ===============
 * every row: ``values[m]`` is (1) of ``seeds[m]`` and ``intervals[m]`` is (3) of them wherever
-  per-seed values exist; with ``rounds`` (schema 4), (7)-(10);
+  per-seed values exist, kept inside ``metrics[m].range`` when the result records one (a bounded
+  metric: an accuracy, a distance); with ``rounds`` (schema 4), (7)-(10);
 * the headline: its speedup and interval are the row's (or, where the row has no speedup, a
   figure derived from it: the reciprocal of a step-time ratio, a latency ratio to a baseline
   row); its quality ratio and interval are (4) of the row (or of an aim's two rows) over a
@@ -513,11 +514,25 @@ def _match(
 # --- rows, headline, aims --------------------------------------------------------------------
 
 
+def _clipped(span: Interval | None, bounds: Sequence[float | None] | None) -> Interval | None:
+    """A t interval kept inside a bounded metric's recorded range (the harness's (7))."""
+    if span is None or bounds is None:
+        return span
+    lo, hi = span
+    if bounds[0] is not None:
+        lo, hi = max(lo, bounds[0]), max(hi, bounds[0])
+    if bounds[1] is not None:
+        lo, hi = min(lo, bounds[1]), min(hi, bounds[1])
+    return lo, hi
+
+
 def _check_rows(data: Mapping[str, Any], audit: Audit) -> None:
     rows = {r["id"]: r for r in data["rows"]}
+    metrics = data.get("metrics", {})
     for i, row in enumerate(data["rows"]):
         for m, xs in row.get("seeds", {}).items():
             mean, span = t_interval(xs)
+            span = _clipped(span, metrics.get(m, {}).get("range"))
             scale = max(abs(x) for x in xs)
             if m in row["values"]:
                 audit.agree(f"rows[{i}].values.{m}", row["values"][m], mean, scale)

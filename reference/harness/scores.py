@@ -443,3 +443,34 @@ def ratio_interval(
         resamples,
         size,
     )
+
+
+# --- the held-out score of a comparison ------------------------------------------------------
+
+QUALITY_METRICS = ("fd_digits", "kid_digits", "accuracy", "diversity")
+"""The distribution yardsticks `held_out_score` returns, in the order a result lists them."""
+
+
+def held_out_score(n: int) -> Callable[[torch.Tensor, object], dict[str, float]]:
+    """A comparison's ``score``: FDD and class-weighted KID (6) of ``n`` class-balanced samples
+    (``n / 10`` per class, `reference.harness.sampling.class_labels`) against the reference half,
+    with the zoo classifier's accuracy on their labels and their within-class diversity.
+
+    Pitfall: the samples must be drawn with those labels in that order; the KID's class weights
+    and the accuracy read them.
+    """
+    from .quality import class_accuracy, within_class_diversity
+    from .sampling import class_labels
+
+    labels = class_labels(n)
+
+    def one(x: torch.Tensor, same_seed: object) -> dict[str, float]:
+        f, y, ref = classifier_features(x).numpy(), labels.numpy(), reference_set()
+        return {
+            "fd_digits": fdd(f, y, ref),
+            "kid_digits": kid_metric(f, y, ref),
+            "accuracy": class_accuracy(x, labels),
+            "diversity": within_class_diversity(x, labels),
+        }
+
+    return one
