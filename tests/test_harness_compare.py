@@ -203,6 +203,19 @@ def test_each_variant_is_timed_against_its_own_pair() -> None:
     assert pairs == {"b1-base": "b1-base", "b8-base": "b1-base", "b8-fast": "b8-base"}
 
 
+def test_a_training_variant_is_timed_with_autograd_and_the_others_without() -> None:
+    seen: dict[str, bool] = {}
+
+    def probe(id: str):
+        return lambda: seen.__setitem__(id, torch.is_grad_enabled())
+
+    base = cmp.Variant("base", {}, "baseline", timed=probe("base"))
+    train = cmp.Variant("train", {}, "technique", timed=probe("train"), grad=True)
+    c = _comparison(variants=(base, train), aims=(), headline=cmp.HeadlineSpec("train"))
+    cmp.measure(c)
+    assert seen == {"base": False, "train": True}
+
+
 def test_a_bounded_metric_keeps_its_interval_in_range() -> None:
     """(7): two seeds of an accuracy at 0.96 and 1.0 give a t interval reaching 1.23; the row
     shows [lo, 1], and the result records the range the check clips with."""

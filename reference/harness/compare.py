@@ -49,6 +49,8 @@ Pitfalls
   is void.
 * A variant without ``sample`` is only timed and counted: it has no per-seed values, so no
   quality aim or headline quality ratio may name it.
+* Everything is timed under ``torch.inference_mode()``; a variant whose timed call trains
+  (``grad=True``) gets autograd back inside its call only.
 * The latency batch is separate from the quality seeds, and each variant's ``timed`` callable
   must do the same work on every call (no caches filled by the first call, unless that is the
   technique and the warm-up fills them).
@@ -109,6 +111,9 @@ class Variant:
     facts: Mapping[str, float] = field(default_factory=dict)
     against: str | None = None
     """The timed row its speedup (4)-(5) is taken against; ``None``: the comparison's baseline."""
+    grad: bool = False
+    """``timed`` needs autograd (a training step): the harness times everything else under
+    ``torch.inference_mode()`` and switches autograd back on inside this variant's call."""
 
 
 Range = tuple[float | None, float | None]
@@ -268,8 +273,20 @@ def _rms_to(samples: torch.Tensor, solution: torch.Tensor) -> float:
     return float(rms_to(samples, solution).mean())
 
 
+def _with_grad(step: Callable[[], Any]) -> Callable[[], Any]:
+    """``step`` with autograd on again inside the harness's inference mode."""
+
+    def run() -> Any:
+        with torch.inference_mode(False), torch.enable_grad():
+            return step()
+
+    return run
+
+
 def _latency(c: Comparison) -> LatencyComparison | None:
-    timed = {v.id: v.timed for v in c.variants if v.timed is not None}
+    timed = {
+        v.id: _with_grad(v.timed) if v.grad else v.timed for v in c.variants if v.timed is not None
+    }
     if not timed:
         return None
     if c.baseline not in timed:
