@@ -281,3 +281,75 @@ def test_a_fact_aim_on_a_missing_fact_is_refused() -> None:
     c = _comparison(aims=(cmp.FactAim("memory", "fast", "base", "memory_mb", "<", 0.5),))
     with pytest.raises(ValueError, match="has no fact 'memory_mb'"):
         cmp.measure(c)
+
+
+def test_aims_of_every_kind_carry_their_parameters() -> None:
+    """A value aim judges the row's own mean (1), a difference aim the paired difference, and
+    every aim keeps the parameters its message quotes."""
+    c = _comparison(
+        aims=(
+            cmp.QualityAim("own", "fast", None, "size", "<=", 10.0, kind="value", params={"k": 3}),
+            cmp.QualityAim("diff", "fast", "base", "size", ">", 0.0, kind="difference"),
+            cmp.SpeedupAim("speed", "fast", "base", ">", 1.0, params={"steps": 4}),
+        )
+    )
+    m = cmp.measure(c)
+    own, diff, speed = m.aims
+    assert own.measured == pytest.approx(statistics.mean(m.table.per_seed("fast", "size")))
+    assert own.against is None and own.params == {"k": 3} and speed.params == {"steps": 4}
+    fast, base = m.table.per_seed("fast", "size"), m.table.per_seed("base", "size")
+    want = statistics.mean(a - b for a, b in zip(fast, base, strict=True))
+    assert diff.measured == pytest.approx(want, rel=1e-12)  # one mean, two orders of summation
+    assert diff.state == "met"  # 1.5x the same noise is larger on every seed
+
+
+def test_a_variant_scores_itself_and_counts_while_sampling() -> None:
+    """A variant's own ``score`` replaces the comparison's for it, and a sampler that returns
+    ``(samples, counted)`` gets those counts as per-seed values of its row."""
+
+    def counting(seed: int):
+        return _noise(seed), {"full_steps": float(10 + seed)}
+
+    def own(x: torch.Tensor, same_seed: dict) -> dict[str, float]:
+        return {"size": 7.0}
+
+    base = _comparison().variants[0]
+    adaptive = cmp.Variant("adaptive", {}, "technique", sample=counting, score=own)
+    m = cmp.measure(
+        _comparison(variants=(base, adaptive), aims=(), headline=cmp.HeadlineSpec("adaptive"))
+    )
+    rows = {r.id: r for r in m.rows}
+    assert rows["adaptive"].seeds["full_steps"] == [10.0, 11.0, 12.0]
+    assert rows["adaptive"].values["size"] == 7.0 and rows["base"].values["size"] != 7.0
+
+
+def test_a_limit_from_the_measurement_and_comparisons_joined_into_one_result() -> None:
+    """A headline limit may be computed from what was measured; a second comparison (other
+    seeds, other rounds) joins the result with its rows, aims and raw rounds."""
+    main = _comparison(
+        headline=cmp.HeadlineSpec(
+            "fast", quality="size", limit=lambda m: 2 * m.latency.speedup["fast"]
+        )
+    )
+    m = cmp.measure(main)
+    assert m.headline.speedup_limit == pytest.approx(2 * m.headline.speedup)
+    layer = cmp.Variant("layer-base", {}, "baseline", timed=_sleeper(0.002))
+    layer_fast = cmp.Variant("layer-fast", {}, "technique", timed=_sleeper(0.001))
+    other = cmp.measure(
+        _comparison(
+            variants=(layer, layer_fast),
+            aims=(cmp.SpeedupAim("layers", "layer-fast", "layer-base", ">", 1.0),),
+            headline=cmp.HeadlineSpec("layer-fast"),
+            repeats=3,
+        )
+    )
+    body = cmp.outcome(m, settings={}, notes=(), figures=(), more=(other,)).body
+    ids = [r["id"] for r in body["rows"]]
+    assert ids == ["base", "fast", "ctl", "layer-base", "layer-fast"]
+    assert [a["id"] for a in body["aims"]] == ["quality", "speed", "vs-control", "layers"]
+    rounds = {r["id"]: r["rounds"] for r in body["rows"]}
+    assert rounds["layer-fast"]["against"] == "layer-base"
+    assert len(rounds["layer-fast"]["latency_ms"]) == 3 and len(rounds["fast"]["latency_ms"]) == 5
+    assert body["headline"]["row"] == "fast"
+    with pytest.raises(ValueError, match="appears twice"):
+        cmp.outcome(m, settings={}, notes=(), figures=(), more=(m,))

@@ -208,6 +208,35 @@ def test_the_seed_bound_is_every_generators_range() -> None:
     assert torch.Generator().manual_seed(entry.SEED_MAX).initial_seed() == entry.SEED_MAX
 
 
+def test_a_list_of_numbers_keeps_its_open_ends_and_may_be_empty() -> None:
+    import argparse
+
+    ratios = entry.reals("ratios", low=0.0, high=1.0, open_low=True, open_high=True, min_count=0)
+    assert ratios.parse("0.25, 0.5") == (0.25, 0.5) and ratios.parse(" ") == ()
+    for bad, says in [
+        ("0", r"in \(0, 1\)"),
+        ("1", r"in \(0, 1\)"),
+        ("0.5,0.5", "given twice"),
+        ("nan", "finite number"),
+        ("0.5,,0.2", "separated by commas"),
+    ]:
+        with pytest.raises(argparse.ArgumentTypeError, match=says):
+            ratios.parse(bad)
+    with pytest.raises(argparse.ArgumentTypeError, match="separated by commas, got ''"):
+        entry.reals("scales", low=0.0, high=10.0).parse("")
+    with pytest.raises(ValueError, match="finite"):
+        entry.reals("x", low=0.0, high=float("inf"))
+
+
+def test_a_switch_reads_yes_and_no_only() -> None:
+    import argparse
+
+    compile_ = entry.switch("compile")
+    assert [compile_.parse(w) for w in ("yes", "No", "on", "false")] == [True, False, True, False]
+    with pytest.raises(argparse.ArgumentTypeError, match="expected yes or no, got 'maybe'"):
+        compile_.parse("maybe")
+
+
 def test_help_prints_the_whole_help(fake: ModuleType) -> None:
     code, out, err = run("--help")
     assert (code, err) == (0, "")

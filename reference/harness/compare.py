@@ -41,7 +41,9 @@ check clips alike.
 
 A variant's speedup is taken against the baseline unless it names its own pair
 (``Variant.against``): a sweep over batch sizes holds one baseline per batch, each technique
-compared with the one of its own batch.
+compared with the one of its own batch. A benchmark whose rows need different sample sizes,
+seeds or timing rounds (a costly reference measured on fewer images; layers timed apart from
+the whole sampler) declares several comparisons and `outcome` joins them into one result.
 
 Pitfalls
 --------
@@ -55,8 +57,10 @@ Pitfalls
   must do the same work on every call (no caches filled by the first call, unless that is the
   technique and the warm-up fills them).
 * `QualityAim` on a metric that can be negative (a difference of kernel means) needs a
-  difference, not a ratio: `measure` refuses a ratio aim on a non-positive value instead of
-  taking the log of it.
+  difference (``kind="difference"``), not a ratio: `measure` refuses a ratio aim on a
+  non-positive value instead of taking the log of it.
+* A value counted while sampling (the full steps an adaptive cache ran) varies with the seed:
+  ``sample`` returns it beside the samples, and it gets a mean and interval like a score.
 """
 
 from __future__ import annotations
@@ -98,7 +102,9 @@ class Variant:
     """One configuration under comparison.
 
     ``sample(seed)`` returns its quality samples from the noise of ``seed`` (``None``: not
-    sampled, a variant that is only timed or counted); ``timed()`` runs one latency batch
+    sampled, a variant that is only timed or counted), or ``(samples, counted)`` where
+    ``counted`` maps metric ids to values counted while sampling that seed (the full steps an
+    adaptive cache ran); ``timed()`` runs one latency batch
     (``None``: not timed); ``facts`` are values that do not vary with the seed (parameter
     counts, FLOPs, measured memory), copied into its row.
     """
@@ -114,6 +120,8 @@ class Variant:
     grad: bool = False
     """``timed`` needs autograd (a training step): the harness times everything else under
     ``torch.inference_mode()`` and switches autograd back on inside this variant's call."""
+    score: Score | None = None
+    """Its own ``score`` (a metric set that depends on the method), else the comparison's."""
 
 
 Range = tuple[float | None, float | None]
@@ -126,16 +134,24 @@ RANGES: Mapping[str, Range] = {
 """The values a standard metric can take (``None``: unbounded); (7) clips to them."""
 
 
+AimKind = Literal["ratio", "difference", "value"]
+
+
 @dataclass(frozen=True)
 class QualityAim:
-    """``metric(row) / metric(against) <comparison> target`` on paired seeds (3)."""
+    """``metric(row) / metric(against) <comparison> target`` on paired seeds (3); with
+    ``kind="difference"`` the paired difference ``metric(row) - metric(against)``, with
+    ``kind="value"`` the row's own mean (1) (``against`` ``None``). ``params`` are quoted by
+    the aim's message."""
 
     id: str
     row: str
-    against: str
+    against: str | None
     metric: str
     comparison: Comparator
     target: float
+    kind: AimKind = "ratio"
+    params: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -147,6 +163,7 @@ class SpeedupAim:
     against: str
     comparison: Comparator
     target: float
+    params: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -161,6 +178,7 @@ class FactAim:
     fact: str
     comparison: Comparator
     target: float
+    params: Mapping[str, Any] = field(default_factory=dict)
 
 
 AnyAim = QualityAim | SpeedupAim | FactAim
@@ -174,7 +192,8 @@ class HeadlineSpec:
 
     row: str
     quality: str | None = None
-    limit: float | None = None
+    limit: float | Callable[[Measured], float] | None = None
+    """A number, or a function of the measurement (a limit from measured parts)."""
     limit_kind: Literal["bound", "estimate"] | None = None
     memory_ratio: float | None = None
 
@@ -211,6 +230,8 @@ class Comparison:
                 )
         for a in self.aims:
             for name in (a.row, a.against):
+                if name is None and isinstance(a, QualityAim) and a.kind == "value":
+                    continue
                 if name not in ids:
                     raise ValueError(f"comparison: aim {a.id!r} names unknown row {name!r}")
         if self.headline.row not in ids:
@@ -245,13 +266,24 @@ class Measured:
 
 
 def _quality(c: Comparison) -> tuple[SeedTable, dict[str, torch.Tensor]]:
-    """Every variant on every seed from the same noise (paired), scored by ``c.score``."""
+    """Every variant on every seed from the same noise (paired), scored by its ``score`` (else
+    ``c.score``), with the values it counted while sampling."""
     first: dict[str, torch.Tensor] = {}
-    samplers: dict[str, Callable[[int], Any]] = {
-        v.id: v.sample for v in c.variants if v.sample is not None
-    }
-    if not samplers:
+    counted: dict[str, Mapping[str, float]] = {}
+    variants = {v.id: v for v in c.variants if v.sample is not None}
+    if not variants:
         return SeedTable(tuple(c.seeds)), first
+
+    def sampler(v: Variant) -> Callable[[int], torch.Tensor]:
+        def run(seed: int) -> torch.Tensor:
+            out = v.sample(seed)  # type: ignore[misc]
+            if isinstance(out, tuple):
+                out, counted[v.id] = out  # this seed's counts, read by measure_one below
+            return out
+
+        return run
+
+    samplers: dict[str, Callable[[int], Any]] = {k: sampler(v) for k, v in variants.items()}
     if c.solution is not None:
         samplers = {"solution": c.solution, **samplers}
 
@@ -259,7 +291,8 @@ def _quality(c: Comparison) -> tuple[SeedTable, dict[str, torch.Tensor]]:
         if key == "solution":
             return {}
         first.setdefault(key, x)
-        scores = dict(c.score(x, same_seed))
+        scores = dict((variants[key].score or c.score)(x, same_seed))
+        scores.update(counted.pop(key, {}))
         if c.solution is not None:
             scores[FIDELITY] = float(_rms_to(x, same_seed["solution"]))  # (6)
         return scores
@@ -340,13 +373,21 @@ def _aim(
             if a.fact not in facts[key]:
                 raise ValueError(f"aim {a.id!r}: row {key!r} has no fact {a.fact!r}")
         value = facts[a.row][a.fact] / facts[a.against][a.fact]
-        return aim(a.id, value, a.target, a.comparison, None, row=a.row, against=a.against)
+        return aim(
+            a.id, value, a.target, a.comparison, None, row=a.row, against=a.against, **a.params
+        )
     if isinstance(a, QualityAim):
-        for key in (a.row, a.against):
-            if min(table.per_seed(key, a.metric)) <= 0:
-                raise ValueError(f"aim {a.id!r}: a ratio of {a.metric} needs positive values")
-        r = table.ratio(a.row, a.against, a.metric)  # (3)
-        return aim(a.id, r.value, a.target, a.comparison, r.interval, row=a.row, against=a.against)
+        r = _quality_figure(a, table)
+        return aim(
+            a.id,
+            r.value,
+            a.target,
+            a.comparison,
+            r.interval,
+            row=a.row,
+            against=a.against,
+            **a.params,
+        )
     if lat is None:
         raise ValueError(f"aim {a.id!r}: a speedup aim needs timed variants")
     return aim(
@@ -357,13 +398,31 @@ def _aim(
         lat.speedup_interval(a.row, against=a.against),  # (5)
         row=a.row,
         against=a.against,
+        **a.params,
     )
 
 
-def _headline(c: Comparison, table: SeedTable, lat: LatencyComparison | None) -> Headline | None:
+def _quality_figure(a: QualityAim, table: SeedTable) -> Any:
+    """The figure a quality aim judges: the row's mean (1), the paired difference, or the
+    paired ratio (3) (positive values only)."""
+    if a.kind == "value":
+        return table.summary(a.row, a.metric)  # (1)
+    if a.against is None:
+        raise ValueError(f"aim {a.id!r}: a {a.kind} aim needs a row to compare against")
+    if a.kind == "difference":
+        return table.difference(a.row, a.against, a.metric)
+    for key in (a.row, a.against):
+        if min(table.per_seed(key, a.metric)) <= 0:
+            raise ValueError(f"aim {a.id!r}: a ratio of {a.metric} needs positive values")
+    return table.ratio(a.row, a.against, a.metric)  # (3)
+
+
+def _headline(m: Measured) -> Headline:
     """The headline row's speedup (4)-(5) and quality ratio (3), both against its pair (its
     ``against``, else the baseline)."""
+    c, table, lat = m.comparison, m.table, m.latency
     h = c.headline
+    limit = h.limit(m) if callable(h.limit) else h.limit
     pair = c.variant(h.row).against or c.baseline
     ratio = table.ratio(h.row, pair, h.quality) if h.quality is not None else None  # (3)
     timed = lat is not None and h.row in lat.stats
@@ -371,7 +430,7 @@ def _headline(c: Comparison, table: SeedTable, lat: LatencyComparison | None) ->
         h.row,
         speedup=lat.speedup_over(h.row, pair) if timed else None,  # (4)
         speedup_interval=lat.speedup_interval(h.row, against=pair) if timed else None,  # (5)
-        speedup_limit=h.limit if timed else None,
+        speedup_limit=limit if timed else None,
         limit_kind=h.limit_kind if timed else None,
         memory_ratio=h.memory_ratio,
         quality_metric=h.quality if ratio else None,
@@ -388,7 +447,9 @@ def measure(c: Comparison) -> Measured:
     rows = [_row(c, v, table, lat) for v in c.variants]
     facts = {v.id: v.facts for v in c.variants}
     aims = [_aim(a, table, lat, facts) for a in c.aims]
-    return Measured(c, table, lat, first, rows, aims, _headline(c, table, lat))
+    m = Measured(c, table, lat, first, rows, aims, None)
+    m.headline = _headline(m)
+    return m
 
 
 @dataclass
@@ -407,37 +468,53 @@ def outcome(
     notes: Sequence[Note],
     figures: Sequence[Figure],
     extra_rows: Sequence[Row] = (),
+    more: Sequence[Measured] = (),
 ) -> Outcome:
     """The body of a schema-4 result: the schema-3 fields, plus each timed row's raw rounds
-    (``rounds.latency_ms``, paired with the baseline's, named by ``rounds.against``) so that
+    (``rounds.latency_ms``, paired with its pair's, named by ``rounds.against``) so that
     (4)-(5) can be recomputed from the file. ``extra_rows`` are rows not measured here (a
-    reference row of real data)."""
-    c = m.comparison
-    metrics = dict(c.metrics)
-    if c.solution is not None:
-        metrics.setdefault(FIDELITY, FIDELITY_METRIC)
+    reference row of real data); ``more`` are further comparisons of the same benchmark (other
+    sample sizes, seeds or timing rounds) whose rows and aims join the result, the headline
+    staying ``m``'s. Row ids must be unique across all of them."""
+    measured = [m, *more]
+    rows = [r for x in measured for r in x.rows] + list(extra_rows)
+    ids = [r.id for r in rows]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"outcome: a row id appears twice across the comparisons: {ids}")
+    metrics: dict[str, Metric] = {}
+    for x in measured:
+        metrics.update(x.comparison.metrics)
+        if x.comparison.solution is not None:
+            metrics.setdefault(FIDELITY, FIDELITY_METRIC)
     measurement = Measurement(
         settings=dict(settings),
         metrics=metrics,
-        rows=[*m.rows, *extra_rows],
+        rows=rows,
         headline=m.headline,
-        aims=list(m.aims),
+        aims=[a for x in measured for a in x.aims],
         notes=list(notes),
         figures=list(figures),
     )
     envelope = BenchmarkResult("", "", False, False, {}, measurement, {})
     body = {k: v for k, v in envelope.to_dict().items() if k not in ENVELOPE}
     for name, spec in body["metrics"].items():
-        bounds = c.range_of(name)
+        bounds = next((b for x in measured if (b := x.comparison.range_of(name))), None)
         if bounds is not None:
             spec["range"] = list(bounds)
-    if m.latency is not None:
-        pairs = {v.id: v.against or m.latency.baseline for v in c.variants}
-        for row in body["rows"]:
-            stats = m.latency.stats.get(row["id"])
-            if stats is not None:
-                row["rounds"] = {
-                    "against": pairs[row["id"]],
-                    "latency_ms": list(stats.samples_ms),
-                }
+    by_id = {r["id"]: r for r in body["rows"]}
+    for x in measured:
+        _keep_rounds(x, by_id)
     return Outcome(body, [f.file for f in figures])
+
+
+def _keep_rounds(m: Measured, rows: Mapping[str, dict[str, Any]]) -> None:
+    """Each timed row of ``m`` keeps its raw rounds and names its pair (4)-(5)."""
+    if m.latency is None:
+        return
+    for v in m.comparison.variants:
+        stats = m.latency.stats.get(v.id)
+        if stats is not None:
+            rows[v.id]["rounds"] = {
+                "against": v.against or m.latency.baseline,
+                "latency_ms": list(stats.samples_ms),
+            }

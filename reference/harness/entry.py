@@ -11,7 +11,7 @@ main(__package__)``, and its ``bench.py`` declares ``CONTRACT = 2`` and
     omitted: the demo then runs ``QUICK``);
 ``OPTIONS``
     the `Option` values a user may change, each with the bounds the code needs (`integer`,
-    `integers`, `seeds`, `real`, `choice`, `names`, `compile_backend`);
+    `integers`, `seeds`, `real`, `reals`, `switch`, `choice`, `names`, `compile_backend`);
 ``measure(cfg, staging) -> reference.harness.compare.Outcome``
     measures, writes its figures into ``staging`` and returns the result's body;
 ``demo(cfg, out) -> None``
@@ -264,6 +264,60 @@ def real(name: str, *, low: float, high: float, metavar: str = "X") -> Option:
     if not (math.isfinite(low) and math.isfinite(high)):
         raise ValueError(f"{name}: the bounds of a number must be finite")
     return Option(name, lambda text: _finite(text, low, high), metavar)
+
+
+def _bounded(text: str, low: float, high: float, open_low: bool, open_high: bool) -> float:
+    value = _finite(text, low, high)
+    if (open_low and value == low) or (open_high and value == high):
+        left, right = "(" if open_low else "[", ")" if open_high else "]"
+        raise argparse.ArgumentTypeError(
+            f"expected a number in {left}{low:g}, {high:g}{right}, got {_echo(text)}"
+        )
+    return value
+
+
+def reals(
+    name: str,
+    *,
+    low: float,
+    high: float,
+    open_low: bool = False,
+    open_high: bool = False,
+    min_count: int = 1,
+    unique: bool = True,
+    metavar: str = "X,X,...",
+) -> Option:
+    """A comma-separated list of finite numbers in ``[low, high]`` (an end excluded with
+    ``open_low`` / ``open_high``: a pruning ratio in (0, 1)); with ``min_count=0`` an empty
+    text is the empty list."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"{name}: the bounds of a number must be finite")
+
+    def parse(text: str) -> tuple[float, ...]:
+        if min_count == 0 and not text.strip():
+            return ()
+        items = _items(text, False, max(min_count, 1))
+        values = tuple(_bounded(x, low, high, open_low, open_high) for x in items)
+        if unique and len(set(values)) != len(values):
+            raise argparse.ArgumentTypeError(f"a value is given twice in {_echo(text)}")
+        return values
+
+    return Option(name, parse, metavar)
+
+
+SWITCH_WORDS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
+
+
+def switch(name: str) -> Option:
+    """A yes/no choice (``yes``/``no``, ``true``/``false``, ``on``/``off``)."""
+
+    def parse(text: str) -> bool:
+        value = text.strip().lower()
+        if value not in SWITCH_WORDS:
+            raise argparse.ArgumentTypeError(f"expected yes or no, got {_echo(text)}")
+        return SWITCH_WORDS[value]
+
+    return Option(name, parse, "{yes,no}")
 
 
 def _one_of(text: str, allowed: Sequence[str]) -> str:
