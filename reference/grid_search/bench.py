@@ -180,9 +180,10 @@ def comparison(cfg: Config, sel: Any) -> Any:
     the headline, judged against the default (baseline) and the two controls."""
     from reference.harness.compare import Comparison, HeadlineSpec, Variant
     from reference.harness.results import Metric, metrics
+    from reference.harness.scores import QUALITY_METRICS, held_out_score
 
     from .objective import sample_point
-    from .report import ROLES, choice_aims, row_config, score, selection_facts, solution_of
+    from .report import ROLES, choice_aims, row_config, selection_facts, solution_of
 
     variants = tuple(
         Variant(
@@ -201,15 +202,12 @@ def comparison(cfg: Config, sel: Any) -> Any:
         metrics=metrics(
             "latency_ms",
             "speedup",
-            "fd_digits",
-            "kid_digits",
-            "accuracy",
-            "diversity",
+            *QUALITY_METRICS,
             fd_select=Metric("", "lower"),
             rows_per_image=Metric("", "lower"),
             train_s=Metric("s", "lower"),
         ),
-        score=score(cfg.n_quality),
+        score=held_out_score(cfg.n_quality),
         seeds=cfg.seeds,
         aims=choice_aims(list(sel.points)),
         # Denoiser rows per image predict the speedup; the samplers' own per-step work is not
