@@ -142,3 +142,27 @@ def test_the_chart_notes_keep_the_pareto_front_and_the_strategy_curves() -> None
     assert kept["series"] == ["grid", "random", "tpe"]
     assert kept["best"] == [[9.0, 7.0, 7.0], [8.0, 8.0, 6.0], [9.0, 6.0, 5.0]]
     assert all(type(v) is float for line in kept["best"] for v in line)  # JSON, not numpy
+
+
+def test_the_solution_of_the_reporting_seeds_is_solved_once_and_shared(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The converged solution goes through the shared cache: the first call of a seed solves
+    and keeps one file, the second reads it back, bitwise the same tensor, and another
+    benchmark asking for the same teacher, noise, labels and steps gets that file."""
+    import torch
+
+    from reference import zoo
+    from reference.grid_search.report import solution_of
+    from reference.harness import solutions
+    from reference.harness.sampling import class_labels, make_noise
+
+    monkeypatch.setenv(solutions.CACHE_ENV, str(tmp_path))
+    solve = solution_of(20, 2)
+    first = solve(0)
+    assert len(list(tmp_path.glob("*.pt"))) == 1
+    assert torch.equal(solve(0), first) and len(list(tmp_path.glob("*.pt"))) == 1
+    shared = solutions.solution(
+        zoo.load_teacher(), make_noise(20, 0), labels=class_labels(20), steps=2
+    )
+    assert torch.equal(shared, first) and len(list(tmp_path.glob("*.pt"))) == 1
