@@ -59,6 +59,7 @@ from reference.harness.compare import (
     HeadlineSpec,
     Outcome,
     QualityAim,
+    Range,
     SpeedupAim,
     Variant,
     outcome,
@@ -86,7 +87,7 @@ ROWS: dict[str, tuple[str, Any]] = {
 }
 SAMPLED = ("torch", "compiled", "bf16")
 """The rows whose samples can differ; per-step and sharded run the loop's float32 arithmetic."""
-MAX_ABS_RANGE = (0.0, None)
+MAX_ABS_RANGE: Range = (0.0, None)
 """A largest deviation is never negative: its t interval over seeds is clipped at 0 (eq. (7) of
 `reference.harness.compare`), as the integrity check clips it from the range the result records."""
 MIN_QUALITY, MAX_QUALITY = 20, 140
