@@ -228,21 +228,38 @@ def test_the_full_benchmark_times_at_least_fifteen_warmed_up_rounds() -> None:
 
 
 def test_the_timed_step_does_the_same_work_under_the_harness_inference_mode() -> None:
-    """The harness times under ``torch.inference_mode()``: the step switches autograd back on,
-    and zeroes the gradients in place, so every call leaves the same gradients (not a sum)."""
-    from reference.gradient_checkpointing.bench import _training
+    """The harness times under ``torch.inference_mode()`` and gives a ``grad=True`` variant
+    autograd back inside its call; the step zeroes the gradients in place, so every call leaves
+    the same gradients (not a sum) in the same buffers."""
     from reference.gradient_checkpointing.measure import make_step, training_batch
+    from reference.harness import compare as cmp
 
     model, forward = prepare(fresh_unet(), "sqrt")
     step, _ = make_step(model, forward, training_batch(2), microbatches=2)
-    timed = _training(step)
-    with torch.inference_mode():
-        timed()
-        first = [p.grad.clone() for p in model.parameters()]
-        buffers = [p.grad.data_ptr() for p in model.parameters()]
-        timed()
-    assert [p.grad.data_ptr() for p in model.parameters()] == buffers  # zeroed in place
-    assert max_diff([p.grad for p in model.parameters()], first) == 0.0  # same float32 ops
+    calls: list[tuple[list[int], list[torch.Tensor]]] = []
+
+    def timed() -> None:
+        step()
+        grads = [p.grad for p in model.parameters()]
+        calls.append(([g.data_ptr() for g in grads], [g.clone() for g in grads]))
+
+    variant = cmp.Variant("step", {}, "baseline", timed=timed, grad=True)
+    c = cmp.Comparison(
+        variants=(variant,),
+        metrics={},
+        score=lambda x, same_seed: {},
+        seeds=(),
+        aims=(),
+        headline=cmp.HeadlineSpec("step"),
+        repeats=2,
+        warmup=0,
+    )
+    cmp.measure(c)
+    assert len(calls) >= 2
+    (buffers, first), *rest = calls
+    for ptrs, grads in rest:
+        assert ptrs == buffers  # zeroed in place
+        assert max_diff(grads, first) == 0.0  # same float32 ops
 
 
 @pytest.fixture(scope="module")
@@ -267,6 +284,7 @@ def test_every_row_is_a_timed_training_step_with_counted_facts(declared) -> None
         "accum": "control",
     }
     assert c.seeds == () and all(v.sample is None and v.timed is not None for v in c.variants)
+    assert all(v.grad for v in c.variants)  # every timed call is a training step
     facts = {v.id: v.facts for v in c.variants}
     for key, f in facts.items():
         assert set(f) == {"activation_mb", "peak_activation_mb", "step_gflops", "grad_max_abs_diff"}

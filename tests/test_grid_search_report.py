@@ -116,3 +116,53 @@ def test_learning_rate_rows_are_scored_on_the_selection_seeds(
     assert seeds == list(SELECT_SEEDS) and not set(seeds) & set(FULL.seeds)
     assert torch.equal(torch.random.get_rng_state(), before)
     assert out["fd_digits"] > 0 and out["latency_ms"] > 0
+
+
+def test_the_chart_notes_keep_the_pareto_front_and_the_strategy_curves() -> None:
+    """The site draws both figures from these notes: the front in order of latency with the
+    default and the choice as one point each, and one best-so-far value per trial count."""
+    import numpy as np
+
+    from reference.grid_search.analysis import pareto_front, same_point
+    from reference.grid_search.notes import curves_note, pareto_note
+
+    front = pareto_front(GRID, ["fd_digits", "latency_ms"])
+    base = next(r for r in GRID if same_point(r, DEFAULT_POINT))
+    chosen = choose(GRID, DEFAULT_POINT, 1.1, 0.5)
+    params = pareto_note(front, base, chosen).params
+    assert params["series"] == ["front", "default", "chosen"] and params["points"] == len(front)
+    assert params["latency_ms"] == [[r["latency_ms"] for r in front], [500.0], [80.0]]
+    assert params["fd_select"] == [[r["fd_digits"] for r in front], [10.0], [10.5]]
+    assert params["latency_ms"][0] == sorted(params["latency_ms"][0])
+
+    curves = {"grid": np.array([9.0, 7.0, 7.0]), "random": np.array([8.0, 8.0, 6.0])}
+    curves["tpe"] = np.array([9.0, 6.0, 5.0])
+    kept = curves_note(curves, orders=2).params
+    assert kept["trials"] == [1, 2, 3] and kept["orders"] == 2
+    assert kept["series"] == ["grid", "random", "tpe"]
+    assert kept["best"] == [[9.0, 7.0, 7.0], [8.0, 8.0, 6.0], [9.0, 6.0, 5.0]]
+    assert all(type(v) is float for line in kept["best"] for v in line)  # JSON, not numpy
+
+
+def test_the_solution_of_the_reporting_seeds_is_solved_once_and_shared(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The converged solution goes through the shared cache: the first call of a seed solves
+    and keeps one file, the second reads it back, bitwise the same tensor, and another
+    benchmark asking for the same teacher, noise, labels and steps gets that file."""
+    import torch
+
+    from reference import zoo
+    from reference.grid_search.report import solution_of
+    from reference.harness import solutions
+    from reference.harness.sampling import class_labels, make_noise
+
+    monkeypatch.setenv(solutions.CACHE_ENV, str(tmp_path))
+    solve = solution_of(20, 2)
+    first = solve(0)
+    assert len(list(tmp_path.glob("*.pt"))) == 1
+    assert torch.equal(solve(0), first) and len(list(tmp_path.glob("*.pt"))) == 1
+    shared = solutions.solution(
+        zoo.load_teacher(), make_noise(20, 0), labels=class_labels(20), steps=2
+    )
+    assert torch.equal(shared, first) and len(list(tmp_path.glob("*.pt"))) == 1

@@ -122,7 +122,7 @@ def test_every_committed_chart_is_redrawn_or_declared_not_in_the_rows() -> None:
     named = {(slug, fig["caption"]) for slug, fig in _figures("charts")}
     assert set(bf.CHARTS) <= named and set(bf.NOT_IN_ROWS) <= named  # nothing stale
     assert set(bf.AWAITING_RERUN) <= set(bf.CHARTS)
-    assert len(redrawn) == 16 and len(missing) == 5
+    assert len(redrawn) == 18 and len(missing) == 3
 
 
 def test_every_series_and_row_a_chart_names_is_in_its_result() -> None:
@@ -184,6 +184,58 @@ def test_the_chain_chart_is_drawn_from_the_note_that_keeps_its_data(lang: str) -
             for title in bf.curve_titles(result, spec, english):
                 assert _flat(title) not in words, (lang, title)
     result["notes"] = notes  # a result without the note: nothing to draw, not an error
+    assert bf.figure_charts(result, fig, lang) == []
+
+
+PARETO = {
+    "points": 3,
+    "series": ["front", "default", "chosen"],
+    "latency_ms": [[40.0, 90.0, 300.0], [900.0], [90.0]],
+    "fd_select": [[12.0, 6.0, 5.0], [5.5], [6.0]],
+}
+"""The selection's Pareto front (sorted by latency), the default and the choice, as the grid
+search keeps them in its ``pareto-front`` note (one list per series)."""
+CURVES = {
+    "trials": [1, 2, 3, 4],
+    "orders": 2,
+    "series": ["grid", "random", "tpe"],
+    "best": [[9.0, 7.0, 5.0, 5.0], [9.0, 8.0, 6.0, 5.0], [9.0, 6.0, 5.0, 4.0]],
+}
+"""Best selection FDD found per trial count, as the grid search keeps it in ``search-curves``."""
+
+
+@pytest.mark.parametrize("lang", ["es", "ru", "en"])
+@pytest.mark.parametrize(
+    ("caption", "note_id", "data", "xs", "ys"),
+    [
+        ("pareto", "pareto-front", PARETO, "latency_ms", "fd_select"),
+        ("strategies", "search-curves", CURVES, "trials", "best"),
+    ],
+)
+def test_the_grid_search_charts_are_drawn_per_language_from_the_notes_that_keep_them(
+    caption: str, note_id: str, data: dict[str, Any], xs: str, ys: str, lang: str
+) -> None:
+    result = dict(_results()["grid-search"])
+    notes = [n for n in result["notes"] if n["id"] != note_id]
+    result["notes"] = [*notes, {"id": note_id, "params": data}]
+    fig = next(f for f in result["figures"] if f["caption"] == caption)
+    charts = bf.figure_charts(result, fig, lang)
+    (spec,) = bf.CHARTS[("grid-search", caption)]
+    assert len(charts) == 1
+    text, english = ResultText("grid-search", lang), ResultText("grid-search", "en")
+    lines = bf.sweep_lines(result, spec, text)
+    assert [[p[1] for p in line.points] for line in lines] == data[ys]
+    per_series = data[xs] if isinstance(data[xs][0], list) else [data[xs]] * len(data[ys])
+    assert [[p[0] for p in line.points] for line in lines] == per_series
+    names = [text.message(f"{spec.label}{name}") for name in data["series"]]
+    assert [line.label for line in lines] == names
+    words = _svg_texts(charts[0].rendered().svg)
+    for wanted in [*bf.curve_titles(result, spec, text), *names]:
+        assert _flat(wanted) in words, (lang, wanted)
+    if lang != "en":
+        for title in bf.curve_titles(result, spec, english):
+            assert _flat(title) not in words, (lang, title)
+    result["notes"] = notes  # the committed result predates the note: nothing drawn yet
     assert bf.figure_charts(result, fig, lang) == []
 
 

@@ -287,6 +287,33 @@ def test_the_declared_comparison_judges_fidelity_parity_and_bf16(full_rows: bool
     assert head.quality_ratio == pytest.approx(1.0, abs=1e-3)  # 2e-6 against 0.01
 
 
+def test_the_largest_deviation_keeps_its_interval_at_or_above_zero() -> None:
+    """Two seeds 1e-6 and 9e-6 from torch: mean 5e-6, but the t interval (t = 12.7 at one
+    degree of freedom) reaches -4.6e-5; the declared range clips it at 0, and the result
+    records the range the integrity check clips with."""
+    from dataclasses import replace
+
+    from reference.harness.compare import outcome
+    from reference.tpu_deployment.bench import QUICK, comparison, judged
+
+    ways = _fake_ways(False)
+    base = ways.sample["torch"]
+    ways = replace(
+        ways,
+        sample={**ways.sample, "compiled": lambda seed: base(seed) + (1e-6 if seed == 0 else 9e-6)},
+    )
+    c = comparison(replace(QUICK, full_rows=False), ways)
+    assert c.range_of("max_abs_vs_torch") == (0.0, None)
+    m = judged(c, ways)
+    compiled = next(r for r in m.rows if r.id == "compiled")
+    lo, hi = compiled.intervals["max_abs_vs_torch"]
+    # float32 pixels of size 1 round the shifts by up to 1.2e-7: the mean is 5e-6 within that
+    assert lo == 0.0 and hi > compiled.values["max_abs_vs_torch"] == pytest.approx(5e-6, abs=2e-7)
+    assert m.aims[0].interval == (lo, hi)  # parity is judged on the clipped interval
+    body = outcome(m, settings={}, notes=(), figures=()).body
+    assert body["metrics"]["max_abs_vs_torch"]["range"] == [0.0, None]
+
+
 def test_demo_prints_every_row_and_writes_a_grid_of_the_sampled_rows(
     tmp_path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -283,6 +283,37 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
         )
         for values in ("retained", "peak")
     ),
+    # reference/grid_search/figures.py: pareto_figure, the selection's Pareto front with the
+    # default and the choice (kept in the pareto-front note: series, latency_ms, fd_select)
+    ("grid-search", "pareto"): (
+        Sweep(
+            "fd_select",
+            "fd_select",
+            "latency_ms",
+            "chart.axis-grid-latency",
+            "series",
+            log_x=True,
+            label="chart.pareto-",
+            note="pareto-front",
+            y_title="chart.axis-select-fdd",
+            caption="chart.caption-pareto",
+        ),
+    ),
+    # reference/grid_search/figures.py: strategies_figure, best selection FDD found per trial
+    # count (kept in the search-curves note: trials, series, best)
+    ("grid-search", "strategies"): (
+        Sweep(
+            "fd_select",
+            "best",
+            "trials",
+            "chart.axis-trials",
+            "series",
+            label="chart.strategy-",
+            note="search-curves",
+            y_title="chart.axis-best-fdd",
+            caption="chart.caption-strategies",
+        ),
+    ),
     # reference/mixture_of_experts/figures.py: utilisation_figure, each expert's share of a
     # block's first choices while sampling (kept in the utilisation note: shares)
     ("mixture-of-experts", "utilisation"): (
@@ -393,15 +424,19 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
 }
 
 NOT_IN_ROWS: dict[tuple[str, str], str] = {
-    ("grid-search", "pareto"): "every grid point; the result keeps only the front's choice",
-    ("grid-search", "strategies"): "best value per trial count; not stored in the result",
     ("low-rank-inference", "error-vs-rank"): "a sweep over ranks, not stored in the result",
     ("stochastic-reparameterization", "mechanism"): "per-timestep losses, not stored",
     ("stochastic-reparameterization", "training"): "training curves, not stored in the result",
 }
 """Charts that are not redrawn, and why (the data behind them is not in the result rows)."""
 
-AWAITING_RERUN: dict[tuple[str, str], str] = {}
+AWAITING_RERUN: dict[tuple[str, str], str] = {
+    ("grid-search", "pareto"): "the front is kept in the pareto-front note from the next run",
+    (
+        "grid-search",
+        "strategies",
+    ): "its curves are in the search-curves note from the next run",
+}
 """Charts of :data:`CHARTS` whose committed result may predate the data they are drawn from:
 the site keeps the committed PNG (:func:`replaced` is false) until the rerun stores it."""
 

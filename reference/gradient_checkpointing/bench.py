@@ -30,14 +30,15 @@ is not proportional to FLOPs.
 Pitfalls
 ========
 * The harness times every variant under ``torch.inference_mode()``; a training step needs
-  autograd, so `_training` switches it back on inside the timed call.
+  autograd, so every variant is declared ``grad=True`` and the harness switches it back on
+  inside the timed call.
 * The timed step does the same work on every call: gradients are zeroed in place
   (``zero_grad(set_to_none=False)``), and there is no optimizer whose state could grow.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,16 +157,6 @@ def row_specs(stages: int, cfg: Config) -> list[RowSpec]:
     ]
 
 
-def _training(step: Callable[[], None]) -> Callable[[], None]:
-    """``step`` with autograd switched on again inside the harness's inference mode."""
-
-    def run() -> None:
-        with torch.inference_mode(False), torch.enable_grad():
-            step()
-
-    return run
-
-
 def facts_of(m: PolicyMeasurement, base: PolicyMeasurement, batch: int) -> dict[str, float]:
     """A row's counted figures: retained and peak activation MB, GFLOPs per sample (with the
     recomputation), and the largest gradient deviation from the baseline."""
@@ -195,7 +186,7 @@ def comparison(cfg: Config, unet: torch.nn.Module) -> tuple[Comparison, Study]:
         facts = facts_of(m, base, cfg.batch)
         if s.id in rss:
             facts["peak_rss_mb"] = rss[s.id]
-        variants.append(Variant(s.id, s.config, s.role, timed=_training(step), facts=facts))
+        variants.append(Variant(s.id, s.config, s.role, timed=step, facts=facts, grad=True))
     flops = {k: m.flops for k, (m, _) in measured.items()}
     retained = {v.id: v.facts["activation_mb"] for v in variants}
     c = Comparison(

@@ -10,7 +10,10 @@ its FDD against the **training digits**
 ([`selection_reference`][reference.grid_search.objective.selection_reference]) and one timed
 run. The Pareto front and the choice rule read those values only. A second study in the same
 storage searches training learning rates, scored the same way (selection seeds,
-training digits), and grid, random and TPE search are replayed from the cached grid.
+training digits), and grid, random and TPE search are replayed from the cached grid. The front
+and the replayed curves are kept in the result's ``pareto-front`` and ``search-curves`` notes,
+so that the site draws both figures in each language (`reference.grid_search.notes`, which
+also writes every other note; the figures are `reference.grid_search.figures`).
 
 **Reporting.** The declared comparison re-measures the default (DDIM-50 trailing on the clipped
 ODE, the project's one baseline), the choice and two controls (the best single-axis setting
@@ -66,8 +69,6 @@ from .objective import SELECT_SEEDS, SPACES
 
 CONTRACT = 2
 SLUG = "grid-search"
-BUDGETS = (5, 10, 20)
-"""Trial counts at which grid, random and TPE search are compared in the notes."""
 MIN_QUALITY = 20
 """The smallest sample per seed at which every class has two samples (within-class diversity
 and the class-weighted KID need pairs) and the real row is defined."""
@@ -180,9 +181,10 @@ def comparison(cfg: Config, sel: Any) -> Any:
     the headline, judged against the default (baseline) and the two controls."""
     from reference.harness.compare import Comparison, HeadlineSpec, Variant
     from reference.harness.results import Metric, metrics
+    from reference.harness.scores import QUALITY_METRICS, held_out_score
 
     from .objective import sample_point
-    from .report import ROLES, choice_aims, row_config, score, selection_facts, solution_of
+    from .report import ROLES, choice_aims, row_config, selection_facts, solution_of
 
     variants = tuple(
         Variant(
@@ -201,15 +203,12 @@ def comparison(cfg: Config, sel: Any) -> Any:
         metrics=metrics(
             "latency_ms",
             "speedup",
-            "fd_digits",
-            "kid_digits",
-            "accuracy",
-            "diversity",
+            *QUALITY_METRICS,
             fd_select=Metric("", "lower"),
             rows_per_image=Metric("", "lower"),
             train_s=Metric("s", "lower"),
         ),
-        score=score(cfg.n_quality),
+        score=held_out_score(cfg.n_quality),
         seeds=cfg.seeds,
         aims=choice_aims(list(sel.points)),
         # Denoiser rows per image predict the speedup; the samplers' own per-step work is not
@@ -226,67 +225,16 @@ def comparison(cfg: Config, sel: Any) -> Any:
     )
 
 
-def _notes(cfg: Config, sel: Any, m: Any) -> list:
-    from reference.harness.cost import latency_note
-    from reference.harness.results import note
-    from reference.harness.seeds import quality_note
-
-    from .report import COST_TARGET, QUALITY_TOLERANCE
-
-    space, ratio = sel.space, m.table.ratio("chosen", "default", "fd_digits")
-    best_lr = min(sel.train_grid, key=lambda r: r["fd_digits"])
-    return [
-        note(
-            "grid",
-            points=len(sel.grid),
-            samplers=len(space["sampler"]),
-            steps=list(space["steps"]),
-            guidance=list(space["guidance"]),
-            n=cfg.n_select,
-            select_seeds=len(cfg.select_seeds),
-            duplicates=sel.status.duplicates,
-        ),
-        note("choice-rule", tolerance=QUALITY_TOLERANCE, cost_target=COST_TARGET),
-        note("selection-reference"),
-        note(
-            "selection-vs-held-out",
-            selected=sel.row_of("chosen")["fd_digits"] / sel.base["fd_digits"],
-            held_out=ratio.value,
-            n=cfg.n_select,
-            n_quality=cfg.n_quality,
-        ),
-        *[note(f"{key}-is-the-choice") for key in sel.omitted],
-        note("rows-limit", limit=m.headline.speedup_limit),
-        note("clipped-ode"),
-        note("fidelity-beside"),
-        quality_note(cfg.n_quality, cfg.seeds),
-        latency_note(cfg.repeats, cfg.batch_latency),
-        *[
-            note("strategies", k=b, **{name: c[b - 1] for name, c in sel.curves.items()})
-            for b in BUDGETS
-            if b <= len(sel.grid)
-        ],
-        note(
-            "train-grid",
-            steps=cfg.train_steps,
-            lrs=list(sel.train_space["lr"]),
-            n=cfg.n_select,
-            best_lr=best_lr["lr"],
-            best_fdd=best_lr["fd_digits"],
-        ),
-        note("grid-latency"),
-    ]
-
-
 def measure(cfg: Config, staging: Path) -> Any:
     """Grid and training grid on the selection side, then the declared comparison of the
     reported points on the reporting side; writes the Pareto and strategies figures."""
     from reference.harness.compare import measure as measure_comparison
     from reference.harness.compare import outcome
-    from reference.harness.results import Figure, settings_of
+    from reference.harness.results import settings_of
     from reference.harness.scores import real_row
 
-    from .figures import pareto_figure, strategies_figure
+    from .figures import write_figures
+    from .notes import result_notes
     from .objective import DEFAULT_POINT
     from .report import front_rows, lr_rows
     from .selection import select
@@ -300,9 +248,6 @@ def measure(cfg: Config, staging: Path) -> Any:
         staging / f".{SLUG}-study.db",
     )
     m = measure_comparison(comparison(cfg, sel))
-    figures = [Figure(f"{SLUG}.png", "pareto"), Figure(f"{SLUG}-strategies.png", "strategies")]
-    pareto_figure(sel.grid, sel.front, sel.row_of("chosen"), sel.base, staging / figures[0].file)
-    strategies_figure(sel.curves, staging / figures[1].file)
     return outcome(
         m,
         settings=settings_of(
@@ -318,8 +263,8 @@ def measure(cfg: Config, staging: Path) -> Any:
             quality_reference="held-out-half",
             storage="sqlite",
         ),
-        notes=_notes(cfg, sel, m),
-        figures=figures,
+        notes=result_notes(cfg, sel, m),
+        figures=write_figures(sel, staging, SLUG),
         extra_rows=[
             *front_rows(sel.front, sel.points),
             *lr_rows(sel.train_grid, cfg.train_steps),

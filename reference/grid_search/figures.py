@@ -1,12 +1,16 @@
 """The grid search's figures: the Pareto front of the selection FDD (against the training digits)
 against latency, and the best selection FDD found against trials for grid, random and TPE
-search."""
+search. The PNG files are the English drawings; the data of both is kept in the result's
+``pareto-front`` and ``search-curves`` notes (`reference.grid_search.notes`), from which the
+site draws them in each language."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from reference.harness.results import Figure
 
 
 def label(p: Mapping[str, Any]) -> str:
@@ -46,3 +50,11 @@ def strategies_figure(curves: Mapping[str, Any], path: Path) -> None:
     curve_plot(
         k, series, path, xlabel="trials", ylabel="best selection FDD found (mean over seeds)"
     )
+
+
+def write_figures(sel: Any, staging: Path, slug: str) -> list[Figure]:
+    """The Pareto and strategies figures of a selection ``sel``, written into ``staging``."""
+    figures = [Figure(f"{slug}.png", "pareto"), Figure(f"{slug}-strategies.png", "strategies")]
+    pareto_figure(sel.grid, sel.front, sel.row_of("chosen"), sel.base, staging / figures[0].file)
+    strategies_figure(sel.curves, staging / figures[1].file)
+    return figures

@@ -1,8 +1,8 @@
 """What the grid search reports: which points it re-measures on the reporting seeds (the
 default, the choice and two controls), how they are scored there (FDD and class-weighted KID
-against the reference half of the held-out digits, `reference.harness.scores`; the converged
-solution for the fidelity beside them), the aims that judge the choice, and the rows of the
-selection side (the Pareto front, the learning-rate grid) that are not re-measured.
+against the reference half of the held-out digits, `reference.harness.scores.held_out_score`;
+the converged solution for the fidelity beside them), the aims that judge the choice, and the
+rows of the selection side (the Pareto front, the learning-rate grid) that are not re-measured.
 
 The controls
 ============
@@ -77,39 +77,15 @@ def selection_facts(p: Mapping[str, Any], grid: Sequence[Mapping[str, Any]]) -> 
     return facts
 
 
-def score(n: int) -> Callable[[Any, Mapping[str, Any]], dict[str, float]]:
-    """FDD and class-weighted KID against the held-out reference half, accuracy and within-class
-    diversity of ``n`` class-balanced samples (the reporting side's yardsticks)."""
-    from reference.harness.quality import (
-        class_accuracy,
-        classifier_features,
-        within_class_diversity,
-    )
-    from reference.harness.sampling import class_labels
-    from reference.harness.scores import fdd, kid_metric, reference_set
-
-    labels = class_labels(n)
-
-    def one(x: Any, same_seed: Mapping[str, Any]) -> dict[str, float]:
-        f, y, ref = classifier_features(x).numpy(), labels.numpy(), reference_set()
-        return {
-            "fd_digits": fdd(f, y, ref),
-            "kid_digits": kid_metric(f, y, ref),
-            "diversity": within_class_diversity(x, labels),
-            "accuracy": class_accuracy(x, labels),
-        }
-
-    return one
-
-
 def solution_of(n: int, steps: int) -> Callable[[int], Any]:
     """The converged unguided solution (`reference.harness.ode.solution`, ``steps`` steps) of
-    the noise of each seed."""
-    from reference.harness.ode import solution
-    from reference.harness.sampling import class_labels, make_noise, model_eps_fn
+    the noise of each seed, read from the shared cache (`reference.harness.solutions`) when
+    another run solved the same tensors before."""
+    from reference.harness.sampling import class_labels, make_noise
+    from reference.harness.solutions import solution
 
-    eps = model_eps_fn(teacher())
-    return lambda seed: solution(eps, make_noise(n, seed), labels=class_labels(n), steps=steps)
+    model, labels = teacher(), class_labels(n)
+    return lambda seed: solution(model, make_noise(n, seed), labels=labels, steps=steps)
 
 
 def choice_aims(ids: Sequence[str]) -> tuple[AnyAim, ...]:

@@ -13,10 +13,10 @@ The MoE's claim has two sides, each an aim judged on paired-seed intervals: bett
 dense model of equal compute, and about as good as (FDD within 10%) but clearly faster than the
 dense model of equal size.
 
-Quality is scored against the reference half of the held-out digits (`reference.harness.scores`:
-the classifier never saw them): FDD, the class-weighted unbiased KID, accuracy and within-class
-diversity, at ``n_quality`` = 140 per seed, so that the held-out real row (at most 148 digits)
-is measured at the same size and its FDD is comparable.
+Quality is scored against the reference half of the held-out digits (the classifier never saw
+them) by `reference.harness.scores.held_out_score`: FDD, the class-weighted unbiased KID,
+accuracy and within-class diversity, at ``n_quality`` = 140 per seed, so that the held-out real
+row (at most 148 digits) is measured at the same size and its FDD is comparable.
 
 The ``utilisation`` note keeps, beside the busiest expert's share, every share the utilisation
 figure draws: ``shares[b][e]``, the fraction of block ``b``'s tokens whose first choice was expert
@@ -52,6 +52,7 @@ from reference.harness.cost import latency_note
 from reference.harness.entry import integer, seeds
 from reference.harness.results import Figure, Metric, metrics, note, settings_of
 from reference.harness.sampling import frozen
+from reference.harness.scores import QUALITY_METRICS, held_out_score
 
 from .accounting import RoutingRecorder, active_parameters, flops_per_token
 from .figures import utilisation_figure
@@ -140,31 +141,6 @@ LATENCY_SEED = 1000
 """Noise seed of the latency batch (apart from the quality seeds)."""
 
 
-def score(n: int) -> Callable[[torch.Tensor, Mapping[str, Any]], dict[str, float]]:
-    """FDD and class-weighted KID against the held-out reference half, accuracy and
-    within-class diversity of ``n`` class-balanced samples."""
-    from reference.harness import class_labels
-    from reference.harness.quality import (
-        class_accuracy,
-        classifier_features,
-        within_class_diversity,
-    )
-    from reference.harness.scores import fdd, kid_metric, reference_set
-
-    labels = class_labels(n)
-
-    def one(x: torch.Tensor, same_seed: Mapping[str, Any]) -> dict[str, float]:
-        f, y, ref = classifier_features(x).numpy(), labels.numpy(), reference_set()
-        return {
-            "fd_digits": fdd(f, y, ref),
-            "kid_digits": kid_metric(f, y, ref),
-            "diversity": within_class_diversity(x, labels),
-            "accuracy": class_accuracy(x, labels),
-        }
-
-    return one
-
-
 def _size(m: nn.Module) -> dict[str, float]:
     return {
         "params_m": sum(p.numel() for p in m.parameters()) / 1e6,
@@ -203,15 +179,12 @@ def comparison(cfg: Config, models: Mapping[str, nn.Module]) -> Comparison:
         metrics=metrics(
             "latency_ms",
             "speedup",
-            "fd_digits",
-            "kid_digits",
-            "accuracy",
-            "diversity",
+            *QUALITY_METRICS,
             "params_m",
             active_params_m=Metric("M", "lower"),
             mflops_per_token=Metric("", "lower"),
         ),
-        score=score(cfg.n_quality),
+        score=held_out_score(cfg.n_quality),
         seeds=cfg.seeds,
         aims=AIMS,
         headline=HeadlineSpec(

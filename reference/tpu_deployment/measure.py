@@ -168,14 +168,15 @@ def _quality_samplers(
 
 
 def _solution(n_quality: int, g: float, steps: int) -> Callable[[int], Any]:
-    """The converged clipped-ODE solution of the torch teacher from the noise of a seed."""
+    """The converged clipped-ODE solution of the torch teacher from the noise of a seed, read
+    from the shared cache (`reference.harness.solutions`) when another run solved it before."""
     from reference import zoo
-    from reference.harness import class_labels, make_noise, model_eps_fn
-    from reference.harness.ode import solution
+    from reference.harness import class_labels, make_noise
+    from reference.harness.solutions import solution
 
-    eps, labels = model_eps_fn(zoo.load_teacher()), class_labels(n_quality)
+    teacher, labels = zoo.load_teacher(), class_labels(n_quality)
     return lambda seed: solution(
-        eps, make_noise(n_quality, seed), labels=labels, guidance_scale=g, steps=steps
+        teacher, make_noise(n_quality, seed), labels=labels, guidance_scale=g, steps=steps
     )
 
 
