@@ -1,8 +1,8 @@
 """reference.async_pipeline: the stage split composes to the U-Net exactly, the stages take the
 harness's clipped-ODE DDIM step, the synchronous 2-process pipeline reproduces the single-process
 sampler (spawned, and launched by torchrun), async/stream invariants, the declared comparison's
-quick result (pairs, fidelity headline, limit), errors (a torchrun world size other than 2, the
-benchmark under a launcher)."""
+quick result (pairs, fidelity headline, limit), the demo's table, errors (a torchrun world size
+other than 2, the benchmark under a launcher)."""
 
 from __future__ import annotations
 
@@ -201,6 +201,35 @@ def test_quick_result_headlines_asyncdiff_on_its_fidelity(quick_result) -> None:
     # float32 reassociation of 1 against 2 threads only (samples lie in [-1, 1])
     assert max(notes["sync-exact"]["max_abs"]) <= 1e-3
     assert notes["async-quality"]["rms_async"] == rows[f"b{n}-async"]["values"]["rms_to_solution"]
+
+
+@pytest.mark.slow
+def test_the_demo_prints_the_sweep_and_draws_it(
+    unet,
+    quick_result,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    import types
+
+    result = quick_result("async-pipeline")  # its rows stand in for a measurement
+    rows = [types.SimpleNamespace(id=r["id"], values=r["values"]) for r in result["rows"]]
+    notes = {x["id"]: x["params"] for x in result["notes"]}
+    units = ap.unit_names(unet)  # the teacher's configuration: the same units
+    split = notes["split"]["split"]
+    p = bench.Pipeline(None, split, units, 1.0, {"limit": notes["limit"]["limit"]})
+    monkeypatch.setattr(bench, "measured", lambda cfg: (p, types.SimpleNamespace(rows=rows)))
+    bench.demo(bench.QUICK, tmp_path)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"split after unit {split}: stage 1 = {', '.join(units[:split])}"
+    (n,) = bench.QUICK.batches
+    speedups = [float(x) for x in lines[2].split()[2:]]
+    values = {r.id: r.values for r in rows}
+    # printed with two decimals: equal within half of the last digit
+    expected = [values[f"b{n}-{k}"]["speedup"] for k in ("sync", "async", "stream")]
+    assert speedups == pytest.approx(expected, abs=0.005 + 1e-12)
+    assert (tmp_path / "async-pipeline-demo.png").is_file()
 
 
 def _torchrun(*args: str, out: Path) -> subprocess.CompletedProcess[str]:

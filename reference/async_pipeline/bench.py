@@ -131,10 +131,8 @@ class Config:
 
 
 FULL = Config()
-QUICK = Config(batches=(2,), steps=3, warmup=1, repeats=2, n_quality=20, seeds=(0, 1),
-               solution_steps=8)  # fmt: skip
-DEMO = Config(batches=(1, 16), steps=10, warmup=2, repeats=2, n_quality=20, seeds=(0, 1),
-              solution_steps=50)  # fmt: skip
+QUICK = Config((2,), steps=3, warmup=1, repeats=2, n_quality=20, seeds=(0, 1), solution_steps=8)
+DEMO = Config((1, 16), steps=10, warmup=2, repeats=2, n_quality=20, seeds=(0, 1), solution_steps=50)
 OPTIONS = (
     integers("batches", low=1, high=256),
     integer("steps", low=2, high=1000),
