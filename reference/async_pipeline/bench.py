@@ -36,6 +36,10 @@ The quality aim (3): by the triangle inequality ``‖x_async − x*‖ ≤ ‖x_
 the single process's whenever the error staleness adds is no larger than DDIM's own
 discretisation error at the same steps.
 
+Sources: AsyncDiff, Chen et al. 2024 (arXiv:2406.06911); DDIM, Song et al. 2021
+(arXiv:2010.02502); DPM-Solver++, Lu et al. 2022 (arXiv:2211.01095), the solution; pipelined
+micro-batches, GPipe, Huang et al. 2019 (arXiv:1811.06965).
+
 The benchmark spawns its two stage processes itself
 ([`StagePool`][reference.async_pipeline.runtime.StagePool]) and is refused under ``torchrun``
 (the command line refuses ``--bench`` under a launcher). The demo runs either way: under
@@ -52,6 +56,10 @@ Pitfalls
   `TIMING_WARMUP`).
 * The quality rows sample ``n_quality`` images per seed (140, the real row's size), not the
   row's latency batch; their ``batch`` names the latency batch.
+* A baseline is timed against itself (speedup 1): against the first baseline, ``b64-single``
+  would show a meaningless "speedup" across batch sizes.
+* The stage processes live as long as the comparison (`measured`): its samplers and timed calls
+  send jobs to them, so the pool must not close before `measure_comparison` returns.
 """
 
 from __future__ import annotations

@@ -7,6 +7,11 @@ the figure draws each row's speedup against its own pair, the values the site re
 language (`glossary.site.benchfigures`, ``("async-pipeline", "speedup-vs-batch")``).
 
     max_abs(b) = max |x_sync(b) − x_single(b)|   on the last timed latency batch      (1)
+
+Pitfalls: (1) compares two runs of the same noise (`reference.async_pipeline.bench.LATENCY_SEED`)
+whose timed calls kept their output; a timed call that returned nothing would leave the note
+without its figure (a ``KeyError``, not a silent zero). The figure's English labels are only the
+PNG's; the site's SVG takes its words from the catalogs.
 """
 
 from __future__ import annotations
