@@ -1,6 +1,8 @@
-"""reference.async_pipeline: the stage split composes to the U-Net exactly, the synchronous
-2-process pipeline reproduces the single-process sampler (spawned, and launched by torchrun),
-async/stream invariants, errors (a torchrun world size other than 2)."""
+"""reference.async_pipeline: the stage split composes to the U-Net exactly, the stages take the
+harness's clipped-ODE DDIM step, the synchronous 2-process pipeline reproduces the single-process
+sampler (spawned, and launched by torchrun), async/stream invariants, the declared comparison's
+quick result (pairs, fidelity headline, limit), the demo's table, errors (a torchrun world size
+other than 2, the benchmark under a launcher)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ import torch
 from reference import async_pipeline as ap
 from reference import zoo
 from reference.async_pipeline import bench
-from reference.harness import cli, model_eps_fn, sample
+from reference.harness import entry, model_eps_fn
+from reference.harness.ode import solve
 from reference.zoo.specs import TEACHER_CONFIG, build_unet
 
 pytestmark = pytest.mark.xdist_group("async_pipeline")
@@ -57,12 +60,29 @@ def test_balanced_split_minimises_the_slower_stage() -> None:
     assert ap.balanced_split(times) == 3  # 6 | 4
 
 
+def test_the_stage_step_is_the_harness_ddim_on_the_clipped_ode(unet, one_torch_thread) -> None:
+    job = ap.Job(n=3, steps=3, mode="sync")
+    noise, labels = ap.job_noise(job)
+    ddim, x = ap.ClippedDDIM.of(job.steps), noise.clone()
+    split, units = 5, len(ap.unit_names(unet))
+    with torch.no_grad():
+        for i, t in enumerate(ddim.timesteps):
+            eps = ap.run_units(
+                unet, ap.run_units(unet, x, t, labels, 0, split), t, labels, split, units
+            )
+            x = ddim.step(x, eps.h, i)
+        ref = solve(model_eps_fn(unet), noise, steps=job.steps, labels=labels)
+    # bitwise: the same modules and the same step arithmetic on the same tensors, one thread
+    assert torch.equal(x.clamp(-1, 1), ref)
+    assert torch.equal(ap.single_process(unet, job)[0], ref)  # the baseline is the harness's DDIM
+
+
 @pytest.mark.slow
 def test_two_process_pipeline_sync_reproduces_the_single_process_sampler(unet) -> None:
     source = {"config": dict(TEACHER_CONFIG), "state_dict": unet.state_dict()}
     job = ap.Job(n=3, steps=3, mode="sync")
     noise, labels = ap.job_noise(job)
-    ref = sample(model_eps_fn(unet), zoo.teacher_scheduler(), noise, steps=3, labels=labels)
+    ref = solve(model_eps_fn(unet), noise, steps=3, labels=labels)
     with ap.StagePool(split=5, source=source) as pool:
         sync = pool.run(job)
         no_stale = pool.run(ap.Job(n=3, steps=3, mode="async", warmup=3))  # staleness off
@@ -72,14 +92,14 @@ def test_two_process_pipeline_sync_reproduces_the_single_process_sampler(unet) -
         assert (result.samples[0] - ref).abs().max() <= 1e-4  # 1 vs 2 threads: reassociation
     assert (stale.samples[0] - ref).abs().max() > 1e-3  # stale features really were used
     assert len(stream.samples) == 2 and (stream.samples[0] - ref).abs().max() <= 1e-4
-    second = sample(
-        model_eps_fn(unet), zoo.teacher_scheduler(), ap.job_noise(job, 1)[0], steps=3, labels=labels
-    )
+    second = solve(model_eps_fn(unet), ap.job_noise(job, 1)[0], steps=3, labels=labels)
     assert (stream.samples[1] - second).abs().max() <= 1e-4  # stream mode is exact
     assert all(c > 0 for c in sync.compute_s)
 
 
 def test_bad_arguments_give_one_clear_line() -> None:
+    import argparse
+
     with pytest.raises(ValueError, match="unknown mode 'pipe'"):
         ap.Job(n=1, steps=2, mode="pipe")
     with pytest.raises(ValueError, match=r"warmup must be in 0\.\.steps"):
@@ -87,58 +107,129 @@ def test_bad_arguments_give_one_clear_line() -> None:
     with pytest.raises(ValueError, match="even number of requests"):
         ap.Job(n=1, steps=2, mode="stream", requests=3)
     for change, message in (
-        ({"steps": 1}, "--steps must be >= 2, got 1"),
-        ({"batches": (0,)}, "--batches must be >= 1, got [0]"),
         ({"warmup": 20}, "--warmup must be in 0..steps-1 (19), got 20"),
-        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
+        ({"n_quality": 25}, "--n-quality must be a multiple of 10 (classes), got 25"),
     ):
         with pytest.raises(ValueError, match=re.escape(message)):
             dataclasses.replace(ap.Config(), **change).validate()
+    options = {o.name: o for o in bench.OPTIONS}
+    for name, text in (("batches", "0"), ("steps", "1"), ("repeats", "0"), ("seeds", "0")):
+        with pytest.raises(argparse.ArgumentTypeError):  # refused by the bounds it declares
+            options[name].parse(text)
 
 
 def test_the_benchmark_measures_quality_on_paired_seeds_at_the_standard_size() -> None:
-    from reference.harness.seeds import N_QUALITY, SEEDS
+    from reference.harness.ode import SOLUTION
+    from reference.harness.seeds import SEEDS
 
-    assert ap.Config().n_quality == N_QUALITY and ap.Config().seeds == SEEDS
-    assert ap.Config().repeats >= 15
-    with pytest.raises(ValueError, match="--seeds needs at least 2 distinct"):
-        dataclasses.replace(ap.Config(), seeds=(0,)).validate()
+    full = bench.FULL
+    assert full.n_quality == bench.MAX_QUALITY == 140 and full.seeds == SEEDS
+    assert full.repeats >= 15 and full.solution_steps == SOLUTION[1]
+    assert full.batches == (1, 8, 64)  # the site draws the sweep's rows b1, b8, b64
+
+
+def _aims(result: dict) -> dict[str, dict]:
+    return {a["id"]: a for a in result["aims"]}
 
 
 @pytest.mark.slow
-def test_quick_benchmark_limit_and_speedup_refer_to_the_same_configuration(quick_result) -> None:
+def test_quick_result_pairs_every_row_with_its_own_baseline(quick_result) -> None:
+    from reference.harness.integrity import check_result
+
+    result = quick_result("async-pipeline")
+    assert check_result(result, "async-pipeline") == []  # sealed, every figure re-derived
+    (n,) = result["settings"]["batches"]
+    rows = {r["id"]: r for r in result["rows"]}
+    kinds = ("single", "sync", "async", "single-x2", "stream")
+    assert list(rows) == [f"b{n}-{k}" for k in kinds] + ["real"]
+    pairs = {k: rows[f"b{n}-{k}"]["rounds"]["against"] for k in kinds}
+    assert pairs == {
+        "single": f"b{n}-single",
+        "sync": f"b{n}-single",
+        "async": f"b{n}-single",
+        "single-x2": f"b{n}-single-x2",  # a baseline against itself: speedup 1
+        "stream": f"b{n}-single-x2",
+    }
+    assert [rows[f"b{n}-{k}"]["role"] for k in kinds] == [
+        "baseline", "control", "technique", "baseline", "technique"
+    ]  # fmt: skip
+    for k in ("single", "single-x2"):
+        assert rows[f"b{n}-{k}"]["values"]["speedup"] == 1.0
+    for k in kinds:  # (2): throughput from the row's own latency
+        row = rows[f"b{n}-{k}"]
+        images = n * row["config"].get("requests", 1)
+        assert row["values"]["throughput"] == pytest.approx(
+            images / (row["values"]["latency_ms"] / 1000), rel=1e-12
+        )
+    aims = _aims(result)
+    assert {a: (aims[a]["row"], aims[a]["against"]) for a in aims} == {
+        "speedup": (f"b{n}-async", f"b{n}-single"),
+        "quality": (f"b{n}-async", f"b{n}-single"),
+        "beats-sync": (f"b{n}-async", f"b{n}-sync"),
+    }
+
+
+@pytest.mark.slow
+def test_quick_result_headlines_asyncdiff_on_its_fidelity(quick_result) -> None:
     import math
 
     result = quick_result("async-pipeline")
+    (n,) = result["settings"]["batches"]
     rows = {r["id"]: r for r in result["rows"]}
     seeds = result["settings"]["seeds"]
-    for key in ("q-single", "q-async"):
-        assert len(rows[key]["seeds"]["fd_digits"]) == len(seeds)
-        assert rows[key]["config"]["batch"] == result["settings"]["n_quality"]
+    for key in ("single", "async"):  # the sampled rows: every quality metric on every seed
+        per_seed = rows[f"b{n}-{key}"]["seeds"]
+        assert {"rms_to_solution", "fd_digits", "kid_digits"} <= set(per_seed)
+        assert all(len(v) == len(seeds) for v in per_seed.values())
+    assert not rows[f"b{n}-sync"].get("seeds")  # timed only
     assert rows["real"]["config"]["n"] == result["settings"]["n_quality"]
-    aims = {a["id"]: a for a in result["aims"]}
-    assert set(aims) == {"speedup", "quality", "beats-sync"}
-    big = max(result["settings"]["batches"])
-    assert (aims["beats-sync"]["row"], aims["beats-sync"]["against"]) == (
-        f"b{big}-async",
-        f"b{big}-sync",
-    )
-    assert (aims["quality"]["row"], aims["quality"]["against"]) == ("q-async", "q-single")
-    for a in aims.values():
-        assert a["interval"] is not None and a["interval"][0] <= a["measured"] <= a["interval"][1]
-    fd_a, fd_s = rows["q-async"]["seeds"]["fd_digits"], rows["q-single"]["seeds"]["fd_digits"]
-    geo = math.exp(sum(math.log(a / b) for a, b in zip(fd_a, fd_s, strict=True)) / len(seeds))
-    assert aims["quality"]["measured"] == pytest.approx(geo)
-    # the limit (1) is the ideal speedup over the same 2-thread process the speedup is against
-    limit = {n["id"]: n["params"] for n in result["notes"]}["limit"]
-    steps, w = result["settings"]["steps"], limit["warmup"]
-    s1, s2 = limit["s1"], limit["s2"]
-    expected = steps * limit["t2"] / (w * (s1 + s2) + (steps - w) * max(s1, s2))
     head = result["headline"]
-    assert head["limit_kind"] == "estimate" and head["speedup_limit"] == pytest.approx(expected)
-    assert head["row"] == f"b{max(result['settings']['batches'])}-async"
-    assert head["quality_interval"] is not None
-    assert "speedup" in rows["b2-stream"]["intervals"]
+    assert head["row"] == f"b{n}-async" and head["quality_metric"] == "rms_to_solution"
+    rms_a = rows[f"b{n}-async"]["seeds"]["rms_to_solution"]
+    rms_s = rows[f"b{n}-single"]["seeds"]["rms_to_solution"]
+    geo = math.exp(sum(math.log(a / b) for a, b in zip(rms_a, rms_s, strict=True)) / len(seeds))
+    # the same geometric mean computed in another order: float64 rounding only
+    assert head["quality_ratio"] == pytest.approx(geo, rel=1e-9)
+    assert _aims(result)["quality"]["measured"] == pytest.approx(geo, rel=1e-9)
+    # the limit (1) is the ideal speedup over the same 2-thread process the speedup is against
+    notes = {x["id"]: x["params"] for x in result["notes"]}
+    limit, steps = notes["limit"], result["settings"]["steps"]
+    w, s1, s2 = limit["warmup"], limit["s1"], limit["s2"]
+    expected = steps * limit["t2"] / (w * (s1 + s2) + (steps - w) * max(s1, s2))
+    assert head["limit_kind"] == "estimate"
+    assert head["speedup_limit"] == pytest.approx(expected, rel=1e-12)
+    # float32 reassociation of 1 against 2 threads only (samples lie in [-1, 1])
+    assert max(notes["sync-exact"]["max_abs"]) <= 1e-3
+    assert notes["async-quality"]["rms_async"] == rows[f"b{n}-async"]["values"]["rms_to_solution"]
+
+
+@pytest.mark.slow
+def test_the_demo_prints_the_sweep_and_draws_it(
+    unet,
+    quick_result,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    import types
+
+    result = quick_result("async-pipeline")  # its rows stand in for a measurement
+    rows = [types.SimpleNamespace(id=r["id"], values=r["values"]) for r in result["rows"]]
+    notes = {x["id"]: x["params"] for x in result["notes"]}
+    units = ap.unit_names(unet)  # the teacher's configuration: the same units
+    split = notes["split"]["split"]
+    p = bench.Pipeline(None, split, units, 1.0, {"limit": notes["limit"]["limit"]})
+    monkeypatch.setattr(bench, "measured", lambda cfg: (p, types.SimpleNamespace(rows=rows)))
+    bench.demo(bench.QUICK, tmp_path)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"split after unit {split}: stage 1 = {', '.join(units[:split])}"
+    (n,) = bench.QUICK.batches
+    speedups = [float(x) for x in lines[2].split()[2:]]
+    values = {r.id: r.values for r in rows}
+    # printed with two decimals: equal within half of the last digit
+    expected = [values[f"b{n}-{k}"]["speedup"] for k in ("sync", "async", "stream")]
+    assert speedups == pytest.approx(expected, abs=0.005 + 1e-12)
+    assert (tmp_path / "async-pipeline-demo.png").is_file()
 
 
 def _torchrun(*args: str, out: Path) -> subprocess.CompletedProcess[str]:
@@ -181,9 +272,7 @@ def test_torchrun_ranks_are_the_two_stages_and_rank_0_writes(tmp_path: Path) -> 
     job = ap.Job(n, quick.steps, mode="stream", requests=2)
     for r in range(2):
         noise, labels = ap.job_noise(job, r)
-        ref = sample(
-            model_eps_fn(unet), zoo.teacher_scheduler(), noise, steps=quick.steps, labels=labels
-        )
+        ref = solve(model_eps_fn(unet), noise, steps=quick.steps, labels=labels)
         assert (got[f"b{n}-stream-{r}"] - ref).abs().max() <= tol
         if r == 0:
             assert (got[f"b{n}-sync-0"] - ref).abs().max() <= tol
@@ -202,7 +291,7 @@ def test_torchrun_world_size_other_than_2_is_one_line(
     for rank, says in (("0", True), ("2", False)):  # the same check on every rank: rank 0 says it
         monkeypatch.setenv("RANK", rank)
         with pytest.raises(SystemExit) as info:
-            cli.main("reference.async_pipeline", ["--quick"])
+            entry.main("reference.async_pipeline", ["--quick"])
         err = capsys.readouterr().err
         assert info.value.code == 2
         assert err.count("\n") == int(says)
@@ -212,14 +301,14 @@ def test_torchrun_world_size_other_than_2_is_one_line(
 def test_the_benchmark_is_refused_under_torchrun_before_the_lock(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def no_lock() -> None:
+    def no_lock(path: Path) -> None:
         raise AssertionError("the lock was taken")
 
-    monkeypatch.setattr(cli, "bench_lock", no_lock)
+    monkeypatch.setattr(entry, "hold_lock", no_lock)
     monkeypatch.setenv("LANGUAGE", "en")
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")
     with pytest.raises(SystemExit) as info:
-        cli.main("reference.async_pipeline", ["--bench"])
+        entry.main("reference.async_pipeline", ["--bench"])
     assert info.value.code == 2
-    assert "--bench cannot run under a launcher with 2 ranks" in capsys.readouterr().err
+    assert "--bench runs in one process; this is one of 2 ranks" in capsys.readouterr().err

@@ -29,11 +29,14 @@ Package ``reference/async_pipeline/``:
 exact split), [`reference.async_pipeline.runtime`][reference.async_pipeline.runtime] (two
 ``torch.multiprocessing`` spawn processes, ``torch.distributed`` with the gloo backend,
 ``isend``/``irecv`` of the hand-off, one thread per process; the per-rank code),
+[`reference.async_pipeline.step`][reference.async_pipeline.step] (the clipped-ODE DDIM step),
 [`reference.async_pipeline.launch`][reference.async_pipeline.launch] (the same ranks started by
 ``torchrun``) and [`reference.async_pipeline.bench`][reference.async_pipeline.bench] (configuration,
-the batch sweep, benchmark, demo). Run it with ``python -m reference.async_pipeline`` (demo) or
-``--bench`` (see ``--help``); on a shared CPU set ``OMP_WAIT_POLICY=PASSIVE`` (spinning OpenMP
-threads of oversubscribed processes were measured 10-50x slower).
+the declared comparison, demo; its notes and figure in
+[`reference.async_pipeline.report`][reference.async_pipeline.report]). Run it with
+``python -m reference.async_pipeline`` (demo) or ``--bench`` (see ``--help``); on a shared CPU set
+``OMP_WAIT_POLICY=PASSIVE`` (spinning OpenMP threads of oversubscribed processes were measured
+10-50x slower).
 
 Across processes and hosts ==========================
 [`StagePool`][reference.async_pipeline.runtime.StagePool] finds its two ranks through a file in a
@@ -80,8 +83,11 @@ Pitfalls
 ========
 * Fair baseline: two 1-thread stage processes are compared with **one process with 2 threads**
   (the same cores), not with one thread.
-* Staleness is not free: report trajectory PSNR against the synchronous sampler from the same
-  noise, and the quality metric, beside the speedup.
+* Staleness is not free: report the fidelity (the per-sample distance to the converged solution of
+  the same noise) of AsyncDiff and of the single process, and the distribution metrics, beside
+  the speedup. Both must take the same step: DDIM on the clipped ODE of `reference.harness.ode`
+  ([`ClippedDDIM`][reference.async_pipeline.step.ClippedDDIM]), not diffusers' DDIM with the raw
+  noise.
 * The stage split must compose to the full model exactly (tested), including the skip
   concatenations and the time embedding (each stage recomputes it for its own step).
 * Never leave stage processes behind: [`StagePool`][reference.async_pipeline.runtime.StagePool]
@@ -101,7 +107,7 @@ from typing import Any
 
 _EXPORTS: dict[str, str] = {
     "Config": "bench",
-    "sweep": "bench",
+    "ClippedDDIM": "step",
     "MODES": "runtime",
     "Job": "runtime",
     "JobResult": "runtime",

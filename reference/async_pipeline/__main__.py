@@ -1,5 +1,5 @@
 """``python -m reference.async_pipeline``: the shared technique command line."""
 
-from reference.harness.cli import main
+from reference.harness.entry import main
 
 main(__package__)

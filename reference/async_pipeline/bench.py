@@ -1,93 +1,134 @@
 """Benchmark and demo of [`reference.async_pipeline`][reference.async_pipeline] (the technique
-contract of `reference.harness.cli`).
+contract of `reference.harness.entry`: it declares a comparison, the harness measures).
 
-For every batch size: one process with 2 threads (baseline), the 2-stage pipeline run synchronously
-(control) and AsyncDiff-style (technique), and for a stream of two requests the sequential single
-process (baseline) against the requests pipelined through the stages (technique). All five are timed
-interleaved in one `compare_latency`. Quality: the single process and AsyncDiff from the same noise
-on every seed (paired), FDD, KID and trajectory PSNR. The headline's limit and its speedup refer to
-the same configuration: the pipeline (two 1-thread stages) against one process with 2 threads
-([`pipeline_limit`][reference.async_pipeline.bench.pipeline_limit]).
+Rows, for every batch size ``b`` of the sweep, every one solving the same clipped ODE
+(`reference.harness.ode`, DDIM on the trailing grid of ``steps`` steps) from the same noise:
 
-The benchmark is one command on one machine: it spawns its two stage processes itself
-([`StagePool`][reference.async_pipeline.runtime.StagePool]) and is refused under ``torchrun``.
+* ``b{b}-single``: one process with 2 threads (baseline of the batch);
+* ``b{b}-sync``: the 2-stage pipeline, stage 2 waiting for stage 1 at every step (control);
+* ``b{b}-async``: AsyncDiff, stage 2 decoding the one-step-stale hand-off (technique);
+* ``b{b}-single-x2``: two requests one after the other in one process (baseline of the stream);
+* ``b{b}-stream``: the two requests pipelined through the stages (technique, throughput);
+* ``real``: held-out real digits at the quality sample size (reference).
 
-The demo runs either way. ``python -m reference.async_pipeline`` spawns the stages and prints the
-sweep; under ``torchrun`` (``RANK`` and ``WORLD_SIZE`` set) the two launched processes are the
-stages ([`launch`][reference.async_pipeline.launch]), rank 0 prints and writes
+Each technique and control is timed against its own pair (``Variant.against``): ``b{b}-sync``
+and ``b{b}-async`` against ``b{b}-single``, ``b{b}-stream`` against ``b{b}-single-x2``. All 15
+timed rows are timed interleaved in one comparison, their raw rounds kept.
+
+AsyncDiff is a training-free approximation (stage 2 sees features one step old), so its primary
+quality figure is the fidelity ``rms_to_solution``: the per-sample RMS distance to the converged
+solution of the same noise (DPM-Solver++(2M), `reference.harness.solutions`), with FDD, KID,
+accuracy and diversity against the held-out reference half beside it. The two rows of the largest
+batch, ``b{B}-single`` and ``b{B}-async``, also sample ``n_quality`` images per seed from the same
+noise (paired seeds); the headline is ``b{B}-async`` with its fidelity ratio and the limit
+estimate (1) of the same comparison.
+
+Math
+----
+With stage times ``s1, s2`` at 1 thread (how the stage processes run), the full forward ``T2``
+at the process's 2 threads, ``S`` steps of which ``w`` are synchronous:
+
+    limit = S T2 / (w (s1 + s2) + (S - w) max(s1, s2))                              (1)
+    throughput = requests · b / (latency_ms / 1000)                                 (2)
+
+The quality aim (3): by the triangle inequality ``‖x_async − x*‖ ≤ ‖x_async − x_single‖ +
+‖x_single − x*‖``, so AsyncDiff's distance to the solution stays within ``QUALITY_AIM = 2`` times
+the single process's whenever the error staleness adds is no larger than DDIM's own
+discretisation error at the same steps.
+
+Sources: AsyncDiff, Chen et al. 2024 (arXiv:2406.06911); DDIM, Song et al. 2021
+(arXiv:2010.02502); DPM-Solver++, Lu et al. 2022 (arXiv:2211.01095), the solution; pipelined
+micro-batches, GPipe, Huang et al. 2019 (arXiv:1811.06965).
+
+The benchmark spawns its two stage processes itself
+([`StagePool`][reference.async_pipeline.runtime.StagePool]) and is refused under ``torchrun``
+(the command line refuses ``--bench`` under a launcher). The demo runs either way: under
+``torchrun`` (``RANK`` and ``WORLD_SIZE`` set) the two launched processes are the stages
+([`launch`][reference.async_pipeline.launch]), rank 0 prints and writes
 ``async-pipeline-torchrun.{safetensors,json}`` into ``--out``, and ``--threads`` is the thread count
 of each rank:
 
-    # one host, two processes
     torchrun --standalone --nproc-per-node=2 -m reference.async_pipeline --quick --threads 1
-    # two hosts, one process each: run on both, HOST:PORT reachable from both
-    torchrun --nnodes=2 --nproc-per-node=1 --rdzv-id=pipe --rdzv-backend=c10d \\
-        --rdzv-endpoint=HOST:PORT -m reference.async_pipeline --out DIR
-    # fixed roles (static rendezvous): HOST runs --node-rank=0, is rank 0 and writes the output
-    torchrun --nnodes=2 --nproc-per-node=1 --node-rank=0 --master-addr=HOST --master-port=PORT \\
-        -m reference.async_pipeline --out DIR    # --node-rank=1 on the other host
 
-Any other world size than 2 is one error line (exit 2).
+Pitfalls
+--------
+* ``warmup`` is AsyncDiff's number of synchronous steps, not a timing warm-up (that is
+  `TIMING_WARMUP`).
+* The quality rows sample ``n_quality`` images per seed (140, the real row's size), not the
+  row's latency batch; their ``batch`` names the latency batch.
+* A baseline is timed against itself (speedup 1): against the first baseline, ``b64-single``
+  would show a meaningless "speedup" across batch sizes.
+* The stage processes live as long as the comparison (`measured`): its samplers and timed calls
+  send jobs to them, so the pool must not close before `measure_comparison` returns.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reference.harness.cli import Option, at_least, check_seeds, int_tuple, launched_rank
-from reference.harness.cost import latency_note
-from reference.harness.results import (
-    Figure,
-    Measurement,
-    Metric,
-    Note,
-    Row,
-    aim,
-    metrics,
-    note,
-    settings_of,
-    speedup_headline,
+from reference.harness.compare import (
+    FIDELITY,
+    Comparison,
+    HeadlineSpec,
+    Outcome,
+    QualityAim,
+    SpeedupAim,
+    Variant,
+    outcome,
 )
-from reference.harness.seeds import N_QUALITY, SEEDS, quality_note, real_reference_row
+from reference.harness.compare import measure as measure_comparison
+from reference.harness.entry import integer, integers, seeds
+from reference.harness.results import Figure, Metric, metrics, settings_of
+from reference.harness.seeds import SEEDS
 
+CONTRACT = 2
 SLUG = "async-pipeline"
 SPEED_AIM = 1.4
-QUALITY_AIM = 1.2
-ROWS: dict[str, tuple[str, str]] = {
-    "single": ("single-process", "baseline"),
-    "sync": ("sync-pipeline", "control"),
-    "async": ("asyncdiff", "technique"),
-    "single_x2": ("sequential-requests", "baseline"),
-    "stream": ("stream-pipeline", "technique"),
+QUALITY_AIM = 2.0
+"""(3): AsyncDiff's distance to the solution at most twice the single process's."""
+TIMING_WARMUP = 1
+LATENCY_SEED = 1000
+"""Noise seed of the latency batches (apart from the quality seeds)."""
+MIN_QUALITY, MAX_QUALITY = 20, 140
+"""Two samples per class at least (KID, diversity); at most the held-out real half's size."""
+KINDS: dict[str, tuple[str, str, str]] = {
+    "single": ("single-process", "baseline", "single"),
+    "sync": ("sync-pipeline", "control", "single"),
+    "async": ("asyncdiff", "technique", "single"),
+    "single-x2": ("sequential-requests", "baseline", "single-x2"),
+    "stream": ("stream-pipeline", "technique", "single-x2"),
 }
-"""Timed function -> (configuration method, role)."""
+"""Row kind -> (configuration method, role, the kind of its batch it is timed against; a baseline
+against itself, so that its speedup is 1 and not a ratio across batch sizes)."""
 
 
 @dataclass(frozen=True)
 class Config:
-    """Batch sizes of the sweep, DDIM steps, synchronous warm-up steps, timing rounds, and the
-    sample size and noise seeds of the quality figures."""
+    """Batch sizes of the sweep, DDIM steps, AsyncDiff's synchronous warm-up steps, timing
+    rounds, the quality sample size and noise seeds, and the solution's solver steps."""
 
     batches: tuple[int, ...] = (1, 8, 64)
     steps: int = 20
     warmup: int = 2
     repeats: int = 15
-    n_quality: int = N_QUALITY
+    n_quality: int = MAX_QUALITY
     seeds: tuple[int, ...] = SEEDS
+    solution_steps: int = 200
 
     def validate(self) -> None:
-        if not self.batches or min(self.batches) < 1:
-            raise ValueError(f"--batches must be >= 1, got {list(self.batches)}")
-        at_least(self, steps=2)
         if not 0 <= self.warmup < self.steps:
             raise ValueError(
                 f"--warmup must be in 0..steps-1 ({self.steps - 1}), got {self.warmup}"
             )
-        at_least(self, repeats=1, n_quality=2)
-        check_seeds(self.seeds)
+        if self.n_quality % 10:
+            raise ValueError(
+                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
+            )
+        from reference.harness.cli import launched_rank
+
         launched = launched_rank()  # torchrun: one process per stage
         if launched is not None and launched[1] != 2:
             from glossary.i18n import ui_lang_from_env
@@ -98,29 +139,23 @@ class Config:
 
 
 FULL = Config()
-QUICK = Config(batches=(2,), steps=3, warmup=1, repeats=2, n_quality=12, seeds=(0, 1))
-DEMO = Config(batches=(1, 16), steps=10, warmup=2, repeats=2, seeds=(0, 1))
+QUICK = Config((2,), steps=3, warmup=1, repeats=2, n_quality=20, seeds=(0, 1), solution_steps=8)
+DEMO = Config((1, 16), steps=10, warmup=2, repeats=2, n_quality=20, seeds=(0, 1), solution_steps=50)
 OPTIONS = (
-    Option("batches", int_tuple, "N,N,..."),
-    Option("steps"),
-    Option("warmup"),
-    Option("repeats"),
-    Option("n_quality"),
-    Option("seeds", int_tuple, "S,S,..."),
+    integers("batches", low=1, high=256),
+    integer("steps", low=2, high=1000),
+    integer("warmup", low=0, high=999),
+    integer("repeats", low=1, high=200),
+    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
+    seeds(),
+    integer("solution_steps", low=2, high=1000),
 )
 
 
 def pipeline_limit(unet: Any, batch: int, split: int, cfg: Config) -> dict[str, float]:
-    """The ideal speedup of AsyncDiff over one process with the run's threads (2), from unit
-    times measured apart from the timing rounds: with stage times ``s1, s2`` at 1 thread (how
-    the stage processes run), the full forward ``T2`` at the process's threads, ``S`` steps of
-    which ``w`` are synchronous:
-
-        limit = S T2 / (w (s1 + s2) + (S - w) max(s1, s2))                          (1)
-
-    An estimate, not a bound: it leaves out the hand-off, the scheduler step and Python, and
-    isolated unit timings are not the units' times inside a run.
-    """
+    """(1), from unit times measured apart from the timing rounds. An estimate, not a bound: it
+    leaves out the hand-off, the DDIM step and Python, and isolated unit timings are not the
+    units' times inside a run."""
     import torch
 
     from .stages import unit_times_ms
@@ -133,244 +168,183 @@ def pipeline_limit(unet: Any, batch: int, split: int, cfg: Config) -> dict[str, 
     return {"limit": limit, "t2": t2, "s1": s1, "s2": s2}
 
 
-def sweep(cfg: Config) -> dict[str, Any]:
-    """Time single-process (2 threads) vs 2-stage sync / async / stream for every batch."""
-    from tqdm import tqdm
+@dataclass
+class Pipeline:
+    """The teacher, its split into two stages, the stage pool and the limit (1) at the largest
+    batch; ``kept`` holds the last output of each timed single process and synchronous pipeline
+    (the ``sync-exact`` note compares them)."""
 
+    unet: Any
+    split: int
+    units: list[str]
+    balance: float
+    limit: dict[str, float]
+    pool: Any = None
+    kept: dict[str, Any] = field(default_factory=dict)
+
+
+def pipeline(cfg: Config) -> Pipeline:
+    """Load the teacher, choose the split from 1-thread unit times at the largest batch."""
     from reference import zoo
-    from reference.harness import compare_latency
 
-    from .runtime import Job, StagePool, single_process
     from .stages import balanced_split, unit_names, unit_times_ms
 
-    unet = zoo.load_teacher()
-    big = max(cfg.batches)
-    times = unit_times_ms(unet, big, repeats=1 if big <= 4 else 3)
-    split = balanced_split(times)
-    s1, s2 = sum(list(times.values())[:split]), sum(list(times.values())[split:])
-    out: dict[str, Any] = {
-        "split": split,
-        "units": unit_names(unet),
-        "limit_units": (s1 + s2) / max(s1, s2),
-        "per_batch": {},
-    }
-    with StagePool(split) as pool:
-        for n in tqdm(cfg.batches, desc="batch sweep", leave=False):
-            jobs = {m: Job(n, cfg.steps, mode=m, warmup=cfg.warmup) for m in ("sync", "async")}
-            stream = Job(n, cfg.steps, mode="stream", requests=2)
-            funcs = {
-                "single": lambda j=jobs["sync"]: single_process(unet, j),
-                "sync": lambda j=jobs["sync"]: pool.run(j),
-                "async": lambda j=jobs["async"]: pool.run(j),
-                "single_x2": lambda j=stream: single_process(unet, j),
-                "stream": lambda j=stream: pool.run(j),
-            }
-            lat = compare_latency(funcs, repeats=cfg.repeats, warmup=1)
-            ref = single_process(unet, jobs["sync"])[0]
-            res_sync = pool.run(jobs["sync"])
-            out["per_batch"][n] = {
-                "lat": lat,
-                "sync_max_abs": float((res_sync.samples[0] - ref).abs().max()),
-                "stream_gain": lat.speedup_over("stream", "single_x2"),
-                **pipeline_limit(unet, n, split, cfg),
-            }
-    return out
+    unet, big = zoo.load_teacher(), max(cfg.batches)
+    measured = unit_times_ms(unet, big, repeats=1 if big <= 4 else 3)
+    split, times = balanced_split(measured), list(measured.values())
+    balance = sum(times) / max(sum(times[:split]), sum(times[split:]))  # the split's balance
+    return Pipeline(unet, split, unit_names(unet), balance, pipeline_limit(unet, big, split, cfg))
 
 
-def _rows(cfg: Config, s: dict[str, Any]) -> list[Row]:
-    rows = []
-    for n, d in s["per_batch"].items():
-        lat = d["lat"]
-        for key, (method, role) in ROWS.items():
-            requests = 2 if key in ("single_x2", "stream") else 1
-            config: dict[str, Any] = {"method": method, "batch": n}
-            config |= {"warmup": cfg.warmup} if key == "async" else {}
-            config |= {"requests": requests} if requests > 1 else {}
-            values: dict[str, float | None] = {
-                "latency_ms": lat.median_ms(key),
-                "throughput": requests * n / (lat.median_ms(key) / 1000),
-            }
-            intervals = {}
-            if key in ("sync", "async"):
-                values["speedup"] = lat.speedup[key]
-                intervals["speedup"] = lat.speedup_interval(key)
-            if key == "stream":  # against its own baseline: the same requests one by one
-                values["speedup"] = lat.speedup_over(key, "single_x2")
-                intervals["speedup"] = lat.speedup_interval(key, against="single_x2")
-            row_id = f"b{n}-{key.replace('_', '-')}"
-            spread = {"latency_ms": lat.iqr_ms(key)}
-            rows.append(Row(row_id, config, role, values, intervals=intervals, spread=spread))  # type: ignore[arg-type]
-    return rows
-
-
-def quality_over_seeds(cfg: Config, split: int) -> Any:
-    """FDD, KID, accuracy and trajectory PSNR of the single process and of AsyncDiff at
-    ``cfg.n_quality`` samples, paired: on each seed both start from the noise and labels of
-    ``Job(..., seed=seed)``. Returns the ``SeedTable``."""
-    from reference import zoo
-    from reference.harness import class_labels, over_seeds, quality_report, trajectory_deviation
-
-    from .runtime import Job, StagePool, single_process
-
-    unet, labels = zoo.load_teacher(), class_labels(cfg.n_quality)
-
-    def job(mode: str, seed: int) -> Any:
-        return Job(cfg.n_quality, cfg.steps, mode=mode, warmup=cfg.warmup, seed=seed)
-
-    def report(key: str, x: Any, same: Any) -> dict[str, float]:
-        q = quality_report(x, labels)
-        out = {m: q[m] for m in ("fd_digits", "kid_digits", "accuracy")}
-        if key == "async":  # the deviation from the exact trajectory of the same noise
-            out["psnr_vs_baseline"] = trajectory_deviation(x, same["single"])["psnr_db"]
+def _kept(p: Pipeline, key: str, run: Callable[[], Any]) -> Callable[[], Any]:
+    def call() -> Any:
+        p.kept[key] = out = run()
         return out
 
-    with StagePool(split) as pool:
-        samplers = {
-            "single": lambda seed: single_process(unet, job("sync", seed))[0],
-            "async": lambda seed: pool.run(job("async", seed)).samples[0],
-        }
-        return over_seeds(samplers, report, cfg.seeds, desc="async-pipeline: quality seeds")
+    return call
 
 
-def _quality_rows(cfg: Config, q: Any) -> list[Row]:
-    rows = []
-    for key, (method, role) in (("single", ROWS["single"]), ("async", ROWS["async"])):
-        config: dict[str, Any] = {"method": method, "batch": cfg.n_quality}
-        config |= {"warmup": cfg.warmup} if key == "async" else {}
-        values, intervals, seeds = q.row_fields(key)
-        rows.append(Row(f"q-{key}", config, role, values, intervals, seeds=seeds))  # type: ignore[arg-type]
-    return [*rows, real_reference_row(cfg.n_quality)]
+def _timed(p: Pipeline, cfg: Config, n: int) -> dict[str, Callable[[], Any]]:
+    """One latency batch of every kind at batch ``n``, from the noise of `LATENCY_SEED`."""
+    from .runtime import Job, single_process
+
+    sync = Job(n, cfg.steps, mode="sync", seed=LATENCY_SEED)
+    asyn = Job(n, cfg.steps, mode="async", warmup=cfg.warmup, seed=LATENCY_SEED)
+    stream = Job(n, cfg.steps, mode="stream", requests=2, seed=LATENCY_SEED)
+    return {
+        "single": _kept(p, f"b{n}-single", lambda: single_process(p.unet, sync)),
+        "sync": _kept(p, f"b{n}-sync", lambda: p.pool.run(sync).samples),
+        "async": lambda: p.pool.run(asyn),
+        "single-x2": lambda: single_process(p.unet, stream),
+        "stream": lambda: p.pool.run(stream),
+    }
 
 
-def _notes(cfg: Config, s: dict[str, Any], q: Any) -> list[Note]:
-    big = max(cfg.batches)
-    top = s["per_batch"][big]
-    batches = list(s["per_batch"])
-    lo, hi = top["lat"].speedup_interval("stream", against="single_x2")
-    load = os.getloadavg()
-    return [
-        note(
-            "split",
-            split=s["split"],
-            last=s["units"][s["split"] - 1],
-            batch=big,
-            limit_units=s["limit_units"],
-        ),
-        note(
-            "limit",
-            batch=big,
-            t2=top["t2"],
-            s1=top["s1"],
-            s2=top["s2"],
-            warmup=cfg.warmup,
-            async_steps=cfg.steps - cfg.warmup,
-            limit=top["limit"],
-        ),
-        note(
-            "sync-exact",
-            max_abs=[d["sync_max_abs"] for d in s["per_batch"].values()],
-            batches=batches,
-        ),
-        note(
-            "async-quality",
-            n=cfg.n_quality,
-            psnr=q.summary("async", "psnr_vs_baseline").value,
-            fd_async=q.summary("async", "fd_digits").value,
-            fd_ref=q.summary("single", "fd_digits").value,
-        ),
-        note("stream", batch=big, gain=top["stream_gain"], lo=lo, hi=hi),
-        latency_note(cfg.repeats, big),
-        quality_note(cfg.n_quality, cfg.seeds),
-        note("threads-and-load", load1=load[0], load5=load[1], load15=load[2]),
-    ]
+def _sampled(p: Pipeline, cfg: Config) -> dict[str, Callable[[int], Any]]:
+    """The single process and AsyncDiff from the noise and labels of each quality seed."""
+    from .runtime import Job, single_process
+
+    def job(mode: str, seed: int) -> Job:
+        return Job(cfg.n_quality, cfg.steps, mode=mode, warmup=cfg.warmup, seed=seed)
+
+    return {
+        "single": lambda seed: single_process(p.unet, job("sync", seed))[0],
+        "async": lambda seed: p.pool.run(job("async", seed)).samples[0],
+    }
 
 
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Run [`sweep`][reference.async_pipeline.bench.sweep] and the paired quality seeds; the
-    headline is AsyncDiff at the largest batch against one 2-thread process, beside the limit (1) of
-    that comparison."""
-    s = sweep(cfg)
-    q = quality_over_seeds(cfg, s["split"])
-    big = max(cfg.batches)
-    top = s["per_batch"][big]
-    head = f"b{big}-async"
-    lat = top["lat"]
-    quality = q.ratio("async", "single", "fd_digits")
-    figures = [Figure(f"{SLUG}.png", "speedup-vs-batch")]
-    _figure(s, out / figures[0].file)
-    return Measurement(
-        settings=settings_of(cfg, split=s["split"], backend="gloo", threads_per_stage=1),
+def row_config(kind: str, n: int, cfg: Config) -> dict[str, Any]:
+    """The language-neutral configuration of a row."""
+    config: dict[str, Any] = {"method": KINDS[kind][0], "batch": n}
+    config |= {"warmup": cfg.warmup} if kind == "async" else {}
+    return config | ({"requests": 2} if kind in ("single-x2", "stream") else {})
+
+
+def variants(p: Pipeline, cfg: Config) -> tuple[Variant, ...]:
+    """Five timed rows per batch; the largest batch's single process and AsyncDiff sample."""
+    big, sampled = max(cfg.batches), _sampled(p, cfg)
+    out = []
+    for n in cfg.batches:
+        for kind, run in _timed(p, cfg, n).items():
+            _, role, pair = KINDS[kind]
+            out.append(
+                Variant(
+                    f"b{n}-{kind}",
+                    row_config(kind, n, cfg),
+                    role,  # type: ignore[arg-type]
+                    sample=sampled.get(kind) if n == big else None,
+                    timed=run,
+                    against=f"b{n}-{pair}",
+                )
+            )
+    return tuple(out)
+
+
+def solution_of(p: Pipeline, cfg: Config) -> Callable[[int], Any]:
+    """The converged solution of each quality seed's noise and labels (cached by content)."""
+    from reference.harness.solutions import solution
+
+    from .runtime import Job, job_noise
+
+    def one(seed: int) -> Any:
+        noise, labels = job_noise(Job(cfg.n_quality, cfg.steps, seed=seed))
+        return solution(p.unet, noise, labels=labels, steps=cfg.solution_steps)
+
+    return one
+
+
+def comparison(p: Pipeline, cfg: Config) -> Comparison:
+    """The sweep and the paired quality seeds; AsyncDiff at the largest batch is the headline."""
+    from reference.harness.scores import QUALITY_METRICS, held_out_score
+
+    head, big = f"b{max(cfg.batches)}-async", f"b{max(cfg.batches)}"
+    return Comparison(
+        variants=variants(p, cfg),
         metrics=metrics(
             "latency_ms",
             "speedup",
-            "psnr_vs_baseline",
-            "fd_digits",
-            "kid_digits",
-            "accuracy",
+            *QUALITY_METRICS,
             throughput=Metric("images_per_s", "higher"),
         ),
-        rows=[*_rows(cfg, s), *_quality_rows(cfg, q)],
-        headline=speedup_headline(
-            head,
-            lat,
-            "async",
-            limit=top["limit"],
-            limit_kind="estimate",  # (1): isolated unit times, no hand-off or scheduler cost
-            quality_ratio=quality.value,
-            quality_interval=quality.interval,
+        score=held_out_score(cfg.n_quality),
+        seeds=cfg.seeds,
+        aims=(
+            SpeedupAim("speedup", head, f"{big}-single", ">=", SPEED_AIM),
+            QualityAim("quality", head, f"{big}-single", FIDELITY, "<=", QUALITY_AIM),  # (3)
+            SpeedupAim("beats-sync", head, f"{big}-sync", ">", 1.0),
         ),
-        aims=[
-            aim(
-                "speedup",
-                lat.speedup["async"],
-                SPEED_AIM,
-                ">=",
-                interval=lat.speedup_interval("async"),
-                row=head,
-                against=f"b{big}-single",
-                batch=big,
-            ),
-            aim(
-                "quality",
-                quality.value,
-                QUALITY_AIM,
-                "<=",
-                interval=quality.interval,
-                row="q-async",
-                against="q-single",
-                batch=cfg.n_quality,
-            ),
-            aim(
-                "beats-sync",
-                lat.speedup_over("async", "sync"),
-                1.0,
-                ">",
-                interval=lat.speedup_interval("async", against="sync"),
-                row=head,
-                against=f"b{big}-sync",
-                batch=big,
-            ),
-        ],
-        notes=_notes(cfg, s, q),
-        figures=figures,
+        # (1) leaves out the hand-off, the DDIM step and Python: an estimate, not a bound
+        headline=HeadlineSpec(head, FIDELITY, p.limit["limit"], "estimate"),
+        repeats=cfg.repeats,
+        warmup=TIMING_WARMUP,
+        solution=solution_of(p, cfg),
     )
 
 
-def _figure(s: dict[str, Any], path: Path) -> Path:
-    from reference.harness import curve_plot
+def throughputs(rows: list[Any]) -> None:
+    """(2) added to every timed row: images per second of its requests."""
+    for row in rows:
+        latency = row.values.get("latency_ms")
+        if latency is not None:
+            images = row.config["batch"] * row.config.get("requests", 1)
+            row.values["throughput"] = images / (latency / 1000)  # (2)
 
-    per = s["per_batch"].values()
-    series = {key: [d["lat"].speedup[key] for d in per] for key in ("sync", "async")}
-    series["stream (throughput)"] = [d["stream_gain"] for d in per]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return curve_plot(
-        list(s["per_batch"]),
-        series,
-        path,
-        xlabel="batch size",
-        ylabel="speedup vs one process, 2 threads",
-        logx=True,
-        hlines={"no gain": 1.0, "limit estimate (1), largest": max(d["limit"] for d in per)},
+
+def measured(cfg: Config) -> tuple[Pipeline, Any]:
+    """The comparison measured with the stage processes alive, and the throughputs added."""
+    from .runtime import StagePool
+
+    p = pipeline(cfg)
+    with StagePool(p.split) as pool:
+        p.pool = pool
+        m = measure_comparison(comparison(p, cfg))
+    throughputs(m.rows)
+    return p, m
+
+
+def measure(cfg: Config, staging: Path) -> Outcome:
+    """Time the sweep, sample the paired quality seeds, write the speedup figure."""
+    from reference.harness.scores import real_row
+
+    from .report import figure, notes
+
+    p, m = measured(cfg)
+    figures = [Figure(f"{SLUG}.png", "speedup-vs-batch")]
+    figure(m.rows, cfg, p.limit["limit"], staging / figures[0].file)
+    return outcome(
+        m,
+        settings=settings_of(
+            cfg,
+            split=p.split,
+            backend="gloo",
+            threads_per_stage=1,
+            scheduler="ddim",
+            ode="clipped",
+            quality_reference="held-out-half",
+        ),
+        notes=notes(cfg, p, m),
+        figures=figures,
+        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
     )
 
 
@@ -378,22 +352,25 @@ def demo(cfg: Config, out: Path) -> None:
     """A short sweep: the split, a table per batch size and the speedup figure; under
     ``torchrun``, this process is one stage ([`launch`][reference.async_pipeline.launch]) and only
     rank 0 prints."""
+    from reference.harness.cli import launched_rank
+
     if launched_rank() is not None:
         return _launched_demo(cfg, out)
-    s = sweep(cfg)
-    split = s["split"]
-    print(f"split after unit {split}: stage 1 = {', '.join(s['units'][:split])}")
-    print(
-        f"{'batch':>5s} {'single ms':>10s} {'sync':>6s} {'async':>6s} {'stream':>7s} {'limit':>6s}"
-    )
-    for n, d in s["per_batch"].items():
-        lat = d["lat"]
+    from .report import figure
+
+    p, m = measured(cfg)
+    rows = {r.id: r.values for r in m.rows}
+    print(f"split after unit {p.split}: stage 1 = {', '.join(p.units[: p.split])}")
+    print(f"{'batch':>5s} {'single ms':>10s} {'sync':>6s} {'async':>6s} {'stream':>7s}")
+    for n in cfg.batches:
+        v = {kind: rows[f"b{n}-{kind}"] for kind in KINDS}
         print(
-            f"{n:5d} {lat.median_ms('single'):10.1f} {lat.speedup['sync']:6.2f} "
-            f"{lat.speedup['async']:6.2f} {d['stream_gain']:7.2f} "
-            f"{d['limit']:6.2f}"
+            f"{n:5d} {v['single']['latency_ms']:10.1f} {v['sync']['speedup']:6.2f} "
+            f"{v['async']['speedup']:6.2f} {v['stream']['speedup']:7.2f}"
         )
-    print(f"figure: {_figure(s, out / f'{SLUG}-demo.png')}")
+    top = rows[f"b{max(cfg.batches)}-async"]
+    print(f"limit estimate (1): {p.limit['limit']:.2f}; AsyncDiff RMS to x*: {top[FIDELITY]:.3g}")
+    print(f"figure: {figure(m.rows, cfg, p.limit['limit'], out / f'{SLUG}-demo.png')}")
 
 
 def _launched_demo(cfg: Config, out: Path) -> None:

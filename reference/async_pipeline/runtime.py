@@ -16,7 +16,8 @@ Modes
 ``async``  AsyncDiff (Chen et al. 2024, arXiv:2406.06911): after ``warmup`` synchronous steps,
            at step ``i`` stage 1 encodes ``x_i`` while stage 2 decodes the hand-off of
            ``x_{i-1}`` (one step stale), so both ranks compute at the same time; then rank 1
-           applies the scheduler step and sends ``x_{i+1}`` back to rank 0.
+           applies the clipped-ODE DDIM step ([`step`][reference.async_pipeline.step]) and
+           sends ``x_{i+1}`` back to rank 0.
 ``stream`` classic pipeline parallelism over requests (GPipe-style micro-batches): two
            requests alternate, stage 1 encodes request B while stage 2 decodes request A.
            Exact (no staleness); it raises throughput, not the latency of one request.
@@ -37,6 +38,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from .stages import Handoff, run_units, unit_names
+from .step import ClippedDDIM
 
 MODES = ("sync", "async", "stream")
 
@@ -80,14 +82,6 @@ def job_noise(job: Job, request: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     return make_noise(job.n, job.seed + request), class_labels(job.n)
 
 
-def _scheduler(steps: int) -> Any:
-    from reference import zoo
-
-    sched = zoo.teacher_scheduler()
-    sched.set_timesteps(steps)
-    return sched
-
-
 class _Timer:
     def __init__(self) -> None:
         self.total = 0.0
@@ -121,11 +115,11 @@ def _run_rank(rank: int, unet: torch.nn.Module, split: int, job: Job) -> tuple[A
     lo, hi = (0, split) if rank == 0 else (split, n_units)
     timer = _Timer()
     requests = job.requests if job.mode == "stream" else 1
-    scheds = [_scheduler(job.steps) for _ in range(requests)]
+    ddim = ClippedDDIM.of(job.steps)
     noises = [job_noise(job, r) for r in range(requests)]
-    xs = [noise * scheds[0].init_noise_sigma for noise, _ in noises]
+    xs = [noise.clone() for noise, _ in noises]
     labels = noises[0][1]
-    timesteps = scheds[0].timesteps
+    timesteps = ddim.timesteps
     probe = run_units(unet, xs[0][:1], timesteps[0], labels[:1], 0, split)
     shapes = [torch.Size([job.n, *t.shape[1:]]) for t in probe.tensors()]
     pending: list[Any] = []
@@ -145,7 +139,7 @@ def _run_rank(rank: int, unet: torch.nn.Module, split: int, job: Job) -> tuple[A
                     _wait(works)
                     with timer:
                         eps = run_units(unet, Handoff.from_tensors(bufs), t, labels, lo, hi).h
-                        xs[r] = scheds[r].step(eps, t, xs[r]).prev_sample
+                        xs[r] = ddim.step(xs[r], eps, i)
                     if i < len(timesteps) - 1:
                         _wait(pending)
                         pending = _send([xs[r]], 0)
@@ -170,7 +164,7 @@ def _run_rank(rank: int, unet: torch.nn.Module, split: int, job: Job) -> tuple[A
             current = bufs if waited else stale
             with timer:  # async: decode the previous step's hand-off while the new one arrives
                 eps = run_units(unet, Handoff.from_tensors(current), t, labels, lo, hi).h
-                x = scheds[0].step(eps, t, x).prev_sample
+                x = ddim.step(x, eps, i)
             if not waited:
                 _wait(works)
             stale = bufs
@@ -218,17 +212,18 @@ def run_job(rank: int, unet: torch.nn.Module, split: int, job: Job) -> tuple[Any
 
 
 def single_process(unet: torch.nn.Module, job: Job) -> list[torch.Tensor]:
-    """The exact sampler in this process from the job's noise (one batch per request)."""
-    from reference import zoo
-    from reference.harness import model_eps_fn, sample
+    """The exact sampler in this process from the job's noise (one batch per request): DDIM on
+    the clipped ODE (`reference.harness.ode.solve`), the step the stages take
+    ([`ClippedDDIM`][reference.async_pipeline.step.ClippedDDIM])."""
+    from reference.harness import model_eps_fn
+    from reference.harness.ode import solve
 
     requests = job.requests if job.mode == "stream" else 1
     out = []
     with torch.inference_mode():
         for r in range(requests):
             noise, labels = job_noise(job, r)
-            scheduler = zoo.teacher_scheduler()
-            out.append(sample(model_eps_fn(unet), scheduler, noise, steps=job.steps, labels=labels))
+            out.append(solve(model_eps_fn(unet), noise, steps=job.steps, labels=labels))
     return out
 
 
