@@ -20,6 +20,7 @@ import torch
 from reference import async_pipeline as ap
 from reference import zoo
 from reference.async_pipeline import bench
+from reference.async_pipeline.pipeline import Pipeline
 from reference.harness import entry, model_eps_fn
 from reference.harness.ode import solve
 from reference.zoo.specs import TEACHER_CONFIG, build_unet
@@ -218,7 +219,7 @@ def test_the_demo_prints_the_sweep_and_draws_it(
     notes = {x["id"]: x["params"] for x in result["notes"]}
     units = ap.unit_names(unet)  # the teacher's configuration: the same units
     split = notes["split"]["split"]
-    p = bench.Pipeline(None, split, units, 1.0, {"limit": notes["limit"]["limit"]})
+    p = Pipeline(None, split, units, 1.0, {"limit": notes["limit"]["limit"]})
     monkeypatch.setattr(bench, "measured", lambda cfg: (p, types.SimpleNamespace(rows=rows)))
     bench.demo(bench.QUICK, tmp_path)
     lines = capsys.readouterr().out.splitlines()

@@ -33,7 +33,7 @@ MAIN_CODE = {
 """The two-line ``__main__`` of each contract: 1, the command line every benchmark had; 2, the
 command line a benchmark gets when it is ported to the declared comparison (`CONTRACT = 2`)."""
 MAX_CORE_LINES = 330
-"""The technique's own files (not bench.py) stay readable in one sitting: ~300 lines each."""
+"""A technique's files, and a ported bench, stay readable in one sitting: ~300 lines each."""
 
 PORTED = (
     "mixture-of-experts",
@@ -125,10 +125,13 @@ def test_package_has_the_contract_parts(technique: Technique) -> None:
 
 @pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
 def test_technique_files_stay_small(technique: Technique) -> None:
+    """Every file of a technique, and the bench of a ported one (a declaration, issue 21), stays
+    under the size rule; an unported bench still assembles its result by hand."""
+    exempt = set() if technique.slug in PORTED else {"bench.py"}
     too_long = {
         p.name: n
         for p in technique.directory.glob("*.py")
-        if p.name != "bench.py"
+        if p.name not in exempt
         and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_CORE_LINES
     }
     assert too_long == {}

@@ -97,3 +97,30 @@ def figure(rows: list[Any], cfg: Any, limit: float, path: Path) -> Path:
         logx=True,
         hlines={"no gain": 1.0, f"limit estimate (1), batch {max(cfg.batches)}": limit},
     )
+
+
+def throughputs(rows: list[Any]) -> None:
+    """(2) added to every timed row: images per second of its requests."""
+    for row in rows:
+        latency = row.values.get("latency_ms")
+        if latency is not None:
+            images = row.config["batch"] * row.config.get("requests", 1)
+            row.values["throughput"] = images / (latency / 1000)  # (2)
+
+
+def print_sweep(
+    split: int, units: list[str], rows: list[Any], batches: tuple[int, ...], limit: float
+) -> None:
+    """The demo's table: the split, then per batch size the single process's latency and the
+    speedups of the synchronous and AsyncDiff pipelines and of the stream."""
+    values = {r.id: r.values for r in rows}
+    print(f"split after unit {split}: stage 1 = {', '.join(units[:split])}")
+    print(f"{'batch':>5s} {'single ms':>10s} {'sync':>6s} {'async':>6s} {'stream':>7s}")
+    for n in batches:
+        v = {kind: values[f"b{n}-{kind}"] for kind in ("single", "sync", "async", "stream")}
+        print(
+            f"{n:5d} {v['single']['latency_ms']:10.1f} {v['sync']['speedup']:6.2f} "
+            f"{v['async']['speedup']:6.2f} {v['stream']['speedup']:7.2f}"
+        )
+    top = values[f"b{max(batches)}-async"]
+    print(f"limit estimate (1): {limit:.2f}; AsyncDiff RMS to x*: {top[FIDELITY]:.3g}")

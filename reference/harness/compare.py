@@ -365,9 +365,8 @@ def _row(c: Comparison, v: Variant, table: SeedTable, lat: LatencyComparison | N
     )
 
 
-def _aim(
-    a: AnyAim, table: SeedTable, lat: LatencyComparison | None, facts: Mapping[str, Mapping]
-) -> Aim:
+def _aim(c: Comparison, a: AnyAim, table: SeedTable, lat: LatencyComparison | None) -> Aim:
+    facts = {v.id: v.facts for v in c.variants}
     if isinstance(a, FactAim):
         for key in (a.row, a.against):
             if a.fact not in facts[key]:
@@ -378,12 +377,15 @@ def _aim(
         )
     if isinstance(a, QualityAim):
         r = _quality_figure(a, table)
+        span = r.interval
+        if a.kind == "value" and span is not None:
+            span = clip_interval(span, c.range_of(a.metric))  # (7), as the row shows it
         return aim(
             a.id,
             r.value,
             a.target,
             a.comparison,
-            r.interval,
+            span,
             row=a.row,
             against=a.against,
             **a.params,
@@ -445,8 +447,7 @@ def measure(c: Comparison) -> Measured:
     table, first = _quality(c)
     lat = _latency(c)
     rows = [_row(c, v, table, lat) for v in c.variants]
-    facts = {v.id: v.facts for v in c.variants}
-    aims = [_aim(a, table, lat, facts) for a in c.aims]
+    aims = [_aim(c, a, table, lat) for a in c.aims]
     m = Measured(c, table, lat, first, rows, aims, None)
     m.headline = _headline(m)
     return m
