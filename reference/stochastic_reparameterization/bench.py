@@ -21,19 +21,16 @@ where a seed's FDD is the mean over the scheme's training runs, each sampled fro
 noise (`RunScores`). The yardsticks measured once per scheme (held-out eps- and x0-MSE after the
 budget, the own objective's noise) are the variants' ``facts``.
 
-``var-*`` rows are not a comparison of samples, and stay extra rows. Each estimates the
-variance of one minibatch estimator of an objective from repeated draws (a loss estimate on the
-zoo teacher, a gradient on a tiny U-Net), and its interval is the variance ratio's own (an F
-interval for the loss, a bootstrap over the gradient sketch,
-`reference.stochastic_reparameterization.variance`): there is no noise seed whose samples could
-be scored and paired, so the harness's per-seed statistics do not apply. Their two aims are
-built here, on the row they name against ``var-eps-iid``:
-
-    loss-variance      Var(J_iid) / Var(J_is-ld-anti) >= 2                          (2)
-    gradient-variance  tr Cov(g_iid) / tr Cov(g_is-ld-anti) >= 2                    (3)
-
-(2)-(3) name the headline's scheme in advance; the old benchmark judged the best of six
-estimators after seeing them, which favours whichever one was lucky.
+``var-*`` rows are not a comparison of samples, and stay extra rows
+(`reference.stochastic_reparameterization.rows`). Each estimates the variance of one minibatch
+estimator of an objective from repeated draws (a loss estimate on the zoo teacher, a gradient on
+a tiny U-Net), and its interval is the variance ratio's own (an F interval for the loss, a
+bootstrap over the gradient sketch, `reference.stochastic_reparameterization.variance`): there
+is no noise seed whose samples could be scored and paired, so the harness's per-seed statistics
+do not apply, and a `FactAim` (a point value, no interval) would hide that a variance estimated
+from 200 draws is itself uncertain. Their two aims, ``loss-variance`` and ``gradient-variance``,
+judge ``var-eps-is-ld-anti`` (the headline's scheme, named in advance) against ``var-eps-iid``
+on that interval; they are added to the measured aims before the result is assembled.
 
 Pitfalls
 --------
@@ -58,8 +55,6 @@ from reference.harness.results import Metric, metrics
 CONTRACT = 2
 SLUG = "stochastic-reparameterization"
 HEADLINE = "train-eps-is-ld-anti"
-VARIANCE_ROW = "var-eps-is-ld-anti"
-"""The estimator the variance aims (2)-(3) judge: the sampling scheme of the headline."""
 MIN_QUALITY = 20
 """The smallest sample per seed at which every class of the labels has two samples (the
 class-weighted KID needs pairs) and the real row is defined."""
@@ -151,103 +146,14 @@ def role_of_scheme(key: str) -> str:
     return "technique" if key.startswith("eps") else "reference"
 
 
-def role_of(e: Any) -> str:
-    """The role of a variance row's estimator."""
-    if e.key == "eps-iid":
-        return "baseline"
-    if e.batch_factor > 1:
-        return "control"
-    return "reference" if e.key == "edm-iid" else "technique"
-
-
-def loss_values(key: str, loss: Any, grads: Mapping[str, Any]) -> Any:
-    """Repeated loss estimates: from the teacher study if there, else from the gradient draws."""
-    import torch
-
-    if key in loss.values:
-        return loss.values[key]
-    return torch.tensor(grads[key].losses, dtype=torch.float64)
-
-
-def variance_rows(loss: Any, grads: Mapping[str, Any], cfg: Config) -> list:
-    """One row per estimator: its variance against its group's baseline, with the ratio's own
-    interval (not a seed statistic)."""
-    from reference.harness.results import Row
-
-    from .studies import ESTIMATORS, GROUP_BASELINE
-    from .variance import trace_ratio_ci, variance_ratio_ci
-
-    rows = []
-    for e in ESTIMATORS:
-        base = GROUP_BASELINE[e.group]
-        lv, lb = loss_values(e.key, loss, grads), loss_values(base, loss, grads)
-        ratio, lo, hi = variance_ratio_ci(lb, lv)
-        values = {
-            "loss_var_reduction": ratio,
-            "grad_var_reduction": grads[base].trace_cov() / grads[e.key].trace_cov(),
-            "proj_var_reduction": grads[base].projection_var() / grads[e.key].projection_var(),
-            "loss_rel_var": float(lv.var() / lv.mean() ** 2),
-        }
-        intervals = {}
-        if e.key != base:
-            intervals = {
-                "loss_var_reduction": (lo, hi),
-                "grad_var_reduction": trace_ratio_ci(grads[base], grads[e.key]),
-            }
-        config = {"method": f"estimator-{e.key}", "batch": cfg.batch * e.batch_factor}
-        rows.append(Row(f"var-{e.key}", config, role_of(e), values, intervals=intervals))  # type: ignore[arg-type]
-    return rows
-
-
-def variance_aims(rows: list) -> list:
-    """(2)-(3): the headline scheme's estimator against uniform ``t`` and iid noise."""
-    from reference.harness.results import aim
-
-    row = next(r for r in rows if r.id == VARIANCE_ROW)
-    return [
-        aim(name, row.values[metric], 2.0, ">=", row.intervals[metric], row=row.id,
-            against="var-eps-iid")
-        for name, metric in (
-            ("loss-variance", "loss_var_reduction"),
-            ("gradient-variance", "grad_var_reduction"),
-        )
-    ]  # fmt: skip
-
-
-def scheme_facts(ctx: Any, runs: Mapping[str, Any], cfg: Config) -> dict[str, dict[str, float]]:
-    """What each scheme's training measured once: the own objective's noise, the yardsticks
-    after the budget (mean over training runs) and the examples to reach the baseline's."""
-    import statistics
-
-    import torch
-
-    from .notes import noise_ratio
-    from .training_runs import examples_to_reach
-
-    target = runs["eps"].mean_curve("eps_mse")[-1]
-    facts = {}
-    for key, r in runs.items():
-        losses = torch.tensor(r.own.losses, dtype=torch.float64)
-        ratio, reach = noise_ratio(r.own), examples_to_reach(r, target)
-        values = {
-            "loss_rel_var": float(losses.var() / losses.mean() ** 2),
-            "grad_noise_ratio": ratio,
-            "noise_scale": None if ratio is None else cfg.batch * ratio,
-            "heldout_eps_mse": statistics.mean(c.eps_mse[-1] for c in r.curves),
-            "heldout_x0_mse": statistics.mean(c.x0_mse[-1] for c in r.curves),
-            "examples_to_reach": None if reach is None else float(reach),
-        }
-        facts[key] = {k: v for k, v in values.items() if v is not None}
-    return facts
-
-
 def comparison(ctx: Any, runs: Mapping[str, Any], cfg: Config, scores: Any) -> Any:
     """Every trained scheme on the same noise, scored on the held-out digits (1)."""
     from reference.harness.compare import Comparison, HeadlineSpec, Variant
 
+    from .rows import scheme_facts
     from .training_runs import sampler_of
 
-    facts = scheme_facts(ctx, runs, cfg)
+    facts = scheme_facts(runs, cfg.batch)
     config = {"steps": cfg.train_steps, "batch": cfg.train_batch}
     variants = tuple(
         Variant(
@@ -295,13 +201,14 @@ def measure(cfg: Config, staging: Path) -> Any:
 
     from .figures import mechanism_figure, training_figure, variance_figure
     from .notes import notes_of
+    from .rows import variance_aims, variance_rows
     from .training_runs import RunScores
 
     s = _studies(cfg)
     ctx, runs, loss, grads = s["ctx"], s["runs"], s["loss"], s["grads"]
     scores = RunScores(cfg.n_quality)
     m = measure_comparison(comparison(ctx, runs, cfg, scores))
-    vrows = variance_rows(loss, grads, cfg)
+    vrows = variance_rows(loss, grads, cfg.batch)
     m.aims.extend(variance_aims(vrows))
     figures = [
         Figure(f"{SLUG}-variance.png", "variance"),
