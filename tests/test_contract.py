@@ -41,6 +41,7 @@ PORTED = (
     "tpu-deployment",
     "grid-search",
     "async-pipeline",
+    "stochastic-reparameterization",
 )
 """Benchmarks ported to the declared comparison (contract 2); the others still run on 1."""
 

@@ -122,7 +122,7 @@ def test_every_committed_chart_is_redrawn_or_declared_not_in_the_rows() -> None:
     named = {(slug, fig["caption"]) for slug, fig in _figures("charts")}
     assert set(bf.CHARTS) <= named and set(bf.NOT_IN_ROWS) <= named  # nothing stale
     assert set(bf.AWAITING_RERUN) <= set(bf.CHARTS)
-    assert len(redrawn) == 18 and len(missing) == 3
+    assert len(redrawn) == 20 and len(missing) == 1
 
 
 def test_every_series_and_row_a_chart_names_is_in_its_result() -> None:
@@ -237,6 +237,59 @@ def test_the_grid_search_charts_are_drawn_per_language_from_the_notes_that_keep_
             assert _flat(title) not in words, (lang, title)
     result["notes"] = notes  # the committed result predates the note: nothing drawn yet
     assert bf.figure_charts(result, fig, lang) == []
+
+
+SR_MECHANISM = {
+    "t_loss": [10.0, 990.0],
+    "loss_series": ["mean", "rms"],
+    "loss": [[0.5, 0.01], [0.7, 0.02]],
+    "t": [10.0, 500.0, 990.0],
+    "proposal_series": ["uniform", "importance", "edm"],
+    "proposal": [[1.0, 1.0, 1.0], [2.0, 0.6, 0.4], [0.3, 2.5, 0.2]],
+    "weight_series": ["eps", "v", "x0", "edm"],
+    "weight": [[1.0] * 3, [2.0, 1.5, 1.0], [1e-4, 1.0, 1e4], [0.5, 2.0, 0.1]],
+}
+SR_TRAINING = {
+    "examples_seen": [0, 640, 1280],
+    "schemes": ["eps", "eps-ld", "eps-is-ld-anti", "v", "x0", "edm"],
+    "eps_mse": [[1.0, 0.5 - 0.01 * i, 0.3 - 0.01 * i] for i in range(6)],
+    "x0_mse": [[0.6, 0.3 - 0.01 * i, 0.2 - 0.01 * i] for i in range(6)],
+}
+"""Stochastic reparameterization's chart data as its ``mechanism`` and ``training`` notes keep
+it (lists per series; made-up values of the right shapes)."""
+
+
+@pytest.mark.parametrize("lang", ["es", "ru", "en"])
+def test_the_reparameterization_charts_are_drawn_from_the_notes_that_keep_their_data(
+    lang: str,
+) -> None:
+    slug = "stochastic-reparameterization"
+    result = dict(_results()[slug])
+    kept = {n["id"]: n for n in result["notes"]}
+    result["notes"] = [
+        *(n for n in result["notes"] if n["id"] not in ("mechanism", "training")),
+        {"id": "mechanism", "params": {**kept["mechanism"]["params"], **SR_MECHANISM}},
+        {"id": "training", "params": {**kept["training"]["params"], **SR_TRAINING}},
+    ]
+    text, english = ResultText(slug, lang), ResultText(slug, "en")
+    wanted = {"mechanism": (("loss", "t_loss"), ("proposal", "t"), ("weight", "t"))}
+    wanted["training"] = (("eps_mse", "examples_seen"), ("x0_mse", "examples_seen"))
+    for caption, kinds in wanted.items():
+        fig = next(f for f in result["figures"] if f["caption"] == caption)
+        charts = bf.figure_charts(result, fig, lang)
+        specs = bf.CHARTS[(slug, caption)]
+        assert len(charts) == len(specs) == len(kinds) and bf.replaced(result, fig)
+        source = SR_MECHANISM if caption == "mechanism" else SR_TRAINING
+        for chart, spec, (values, x) in zip(charts, specs, kinds, strict=True):
+            lines = bf.sweep_lines(result, spec, text)
+            assert [[p[1] for p in line.points] for line in lines] == source[values]
+            assert {tuple(p[0] for p in line.points) for line in lines} == {tuple(source[x])}
+            words = _svg_texts(chart.rendered().svg)
+            for phrase in [*bf.curve_titles(result, spec, text), *(li.label for li in lines)]:
+                assert _flat(phrase) in words, (lang, phrase)
+            if lang != "en":
+                for title in bf.curve_titles(result, spec, english):
+                    assert _flat(title) not in words, (lang, title)
 
 
 SHARES = [

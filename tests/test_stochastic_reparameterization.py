@@ -207,33 +207,78 @@ def test_a_short_training_run_reports_its_yardsticks(schedule: NoiseSchedule) ->
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "message"),
+    ("args", "message"),
     [
-        ("batch", 7, "--batch must be an even number >= 2"),
-        ("loss_draws", 3, "--loss-draws must be >= 4, got 3"),
-        ("train_steps", 0, "--train-steps must be >= 1, got 0"),
+        (["--batch", "7"], "--batch must be an even number >= 2"),
+        (["--loss-draws", "3"], "--loss-draws"),
+        (["--train-steps", "0"], "--train-steps"),
+        (["--n-quality", "150"], "--n-quality"),  # more than the held-out real half offers
+        (["--n-quality", "25"], "multiple of 10"),
+        (["--seeds", "0"], "--seeds"),
+        (["--train-seeds", "0"], "--train-seeds"),
     ],
 )
-def test_bad_configuration_names_the_option(field: str, value: int, message: str) -> None:
-    from dataclasses import replace
+def test_bad_options_are_one_line_before_any_training(
+    args: list[str], message: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reference.harness import entry
+    from reference.stochastic_reparameterization import bench
 
-    from reference.stochastic_reparameterization.bench import FULL
+    monkeypatch.setattr(bench, "_studies", lambda cfg: pytest.fail("training started"))
+    with pytest.raises(SystemExit) as info:
+        entry.main("reference.stochastic_reparameterization", ["--bench", *args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and message in err
 
-    with pytest.raises(ValueError, match=message):
-        replace(FULL, **{field: value}).validate()
 
-
-def test_quality_seeds_and_training_seeds_are_separate_options() -> None:
-    from dataclasses import replace
-
+def test_quality_is_measured_at_the_held_out_real_rows_size_on_paired_seeds() -> None:
+    from reference.harness.scores import MAX_REAL_N
     from reference.stochastic_reparameterization.bench import FULL, OPTIONS
 
-    assert {o.name for o in OPTIONS} >= {"seeds", "train_seeds", "fdd_n"}
-    assert FULL.fdd_n == 256 and len(FULL.seeds) >= 5
-    with pytest.raises(ValueError, match="--seeds needs at least 2"):
-        replace(FULL, seeds=(0,)).validate()
-    with pytest.raises(ValueError, match="--train-seeds must be >= 1, got 0"):
-        replace(FULL, train_seeds=0).validate()
+    assert {o.name for o in OPTIONS} >= {"seeds", "train_seeds", "n_quality", "steps"}
+    assert FULL.n_quality == 140 <= MAX_REAL_N and len(FULL.seeds) >= 5 and FULL.steps == 50
+
+
+def test_run_scores_average_the_training_runs_and_keep_each_runs_fdd(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from reference.harness import scores
+    from reference.stochastic_reparameterization.training_runs import RunScores
+
+    def fake(n: int):  # the held-out score of a stand-in: its mean and twice it
+        return lambda x, same: {"fd_digits": float(x.mean()), "kid_digits": 2 * float(x.mean())}
+
+    monkeypatch.setattr(scores, "held_out_score", fake)
+    score = RunScores(20)
+    a, b = torch.stack([torch.full((20, 1), 1.0), torch.full((20, 1), 3.0)]), torch.ones(2, 20, 1)
+    for seed_scale in (1.0, 2.0):  # two noise seeds
+        same = {"train-a": a * seed_scale, "train-b": b * seed_scale}
+        got = score(same["train-a"], same)
+        # exact: means of small integers in float32, all representable
+        assert got == {"fd_digits": 2.0 * seed_scale, "kid_digits": 4.0 * seed_scale}
+        score(same["train-b"], same)
+    assert score.fdd == {"train-a": [[1.0, 2.0], [3.0, 6.0]], "train-b": [[1.0, 2.0], [1.0, 2.0]]}
+
+
+def test_mechanism_curves_bin_the_losses_and_keep_the_exact_weights() -> None:
+    from reference.stochastic_reparameterization.notes import MECHANISM_BINS, mechanism_curves
+    from reference.stochastic_reparameterization.studies import Context, LossStudy
+
+    ctx = Context.make()
+    T = ctx.schedule.T
+    t = torch.tensor([5, 15, 25, 995])  # bins 0, 0, 1 and the last (20 steps a bin)
+    loss = torch.tensor([1.0, 3.0, 2.0, 4.0], dtype=torch.float64)
+    study = LossStudy({}, None, ctx.uniform, (t, loss))  # type: ignore[arg-type]
+    c = mechanism_curves(ctx, study)
+    width = T / MECHANISM_BINS
+    assert c["t_loss"] == [0.5 * width, 1.5 * width, T - 0.5 * width]
+    assert c["loss"][0] == [2.0, 2.0, 4.0]  # (1)
+    assert c["loss"][1] == pytest.approx([5**0.5, 2.0, 4.0], rel=1e-12)  # (2), float64
+    # (3): a uniform proposal has density 1 in every bin (float64 sums of 1/T: 1e-12 is loose)
+    assert c["proposal"][0] == c["proposal"][1] == pytest.approx([1.0] * MECHANISM_BINS, 1e-12)
+    centre = torch.tensor([round(x) for x in c["t"]])
+    eps_weight = ctx.param("eps").eps_error_weight(centre).double().tolist()
+    assert c["weight_series"][0] == "eps" and c["weight"][0] == eps_weight  # (4), the same call
 
 
 @pytest.mark.slow
@@ -245,17 +290,28 @@ def test_quick_benchmark_scores_every_trained_scheme_over_paired_noise_seeds(
     result = quick_result("stochastic-reparameterization")
     seeds = result["settings"]["seeds"]
     rows = {r["id"]: r for r in result["rows"]}
+    assert result["rows"][0]["id"] == "train-eps" and rows["train-eps"]["role"] == "baseline"
     for scheme in SCHEMES:
         row = rows[f"train-{scheme.key}"]
+        assert set(row["seeds"]) == {"fd_digits", "kid_digits"}  # unconditional: no labels
         for metric in ("fd_digits", "kid_digits"):
             assert len(row["seeds"][metric]) == len(seeds), (scheme.key, metric)
             lo, hi = row["intervals"][metric]
             assert lo <= row["values"][metric] <= hi
     assert rows["real"]["role"] == "reference"
     head = result["headline"]
-    assert head["quality_interval"] is not None
+    assert head["row"] == "train-eps-is-ld-anti" and head["quality_interval"] is not None
     notes = {n["id"]: n["params"] for n in result["notes"]}
-    assert "fdd-at-n" not in notes and "quality-protocol" in notes
+    assert {"quality-protocol", "held-out-reference"} <= set(notes)
     assert len(notes["training-seeds"]["per_run"]) == result["settings"]["train_seeds"]
-    for a in result["aims"]:
-        assert a["against"] == "var-eps-iid" and a["row"] == a["params"]["best"]
+    assert [(a["id"], a["row"], a["against"]) for a in result["aims"]] == [
+        ("loss-variance", "var-eps-is-ld-anti", "var-eps-iid"),
+        ("gradient-variance", "var-eps-is-ld-anti", "var-eps-iid"),
+    ]
+    training = notes["training"]
+    assert training["schemes"] == [s.key for s in SCHEMES]
+    evaluations = len(training["examples_seen"])
+    assert {len(c) for c in training["eps_mse"] + training["x0_mse"]} == {evaluations}
+    mechanism = notes["mechanism"]
+    for name in ("loss", "proposal", "weight"):
+        assert len(mechanism[name]) == len(mechanism[f"{name}_series"])

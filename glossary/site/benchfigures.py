@@ -403,6 +403,46 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             ref_line=1.0,
         ),
     ),
+    # reference/stochastic_reparameterization/figures.py: mechanism_figure, the teacher's loss
+    # per timestep bin, the proposals' densities and the parameterizations' weights (kept in
+    # the mechanism note: t_loss, loss, t, proposal, weight and their series)
+    ("stochastic-reparameterization", "mechanism"): tuple(
+        Sweep(
+            "",
+            values,
+            x,
+            "chart.axis-timestep",
+            f"{values}_series",
+            log_y=log_y,
+            label=f"chart.{values}-",
+            note="mechanism",
+            y_title=f"chart.axis-{title}",
+            caption=f"chart.caption-{title}",
+        )
+        for values, x, title, log_y in (
+            ("loss", "t_loss", "per-t-loss", True),
+            ("proposal", "t", "proposal", False),
+            ("weight", "t", "weight", True),
+        )
+    ),
+    # reference/stochastic_reparameterization/figures.py: training_figure, held-out eps- and
+    # x0-MSE per training scheme against examples seen (kept in the training note: the
+    # seed-mean curves)
+    ("stochastic-reparameterization", "training"): tuple(
+        Sweep(
+            "",
+            values,
+            "examples_seen",
+            "chart.axis-examples",
+            "schemes",
+            log_y=True,
+            label="chart.scheme-",
+            note="training",
+            y_title=f"chart.axis-heldout-{name}",
+            caption="chart.caption-training",
+        )
+        for values, name in (("eps_mse", "eps"), ("x0_mse", "x0"))
+    ),
     # reference/timestep_distillation/bench.py: _curve (students and teacher, same timesteps)
     ("timestep-distillation", "quality-vs-steps"): (
         Curves(
@@ -425,8 +465,6 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
 
 NOT_IN_ROWS: dict[tuple[str, str], str] = {
     ("low-rank-inference", "error-vs-rank"): "a sweep over ranks, not stored in the result",
-    ("stochastic-reparameterization", "mechanism"): "per-timestep losses, not stored",
-    ("stochastic-reparameterization", "training"): "training curves, not stored in the result",
 }
 """Charts that are not redrawn, and why (the data behind them is not in the result rows)."""
 
@@ -436,6 +474,8 @@ AWAITING_RERUN: dict[tuple[str, str], str] = {
         "grid-search",
         "strategies",
     ): "its curves are in the search-curves note from the next run",
+    ("stochastic-reparameterization", "mechanism"): "the mechanism note's curves, since the port",
+    ("stochastic-reparameterization", "training"): "the training note's curves, since the port",
 }
 """Charts of :data:`CHARTS` whose committed result may predate the data they are drawn from:
 the site keeps the committed PNG (:func:`replaced` is false) until the rerun stores it."""

@@ -1,5 +1,5 @@
 """``python -m reference.stochastic_reparameterization``: the shared technique CLI (``--help``)."""
 
-from reference.harness.cli import main
+from reference.harness.entry import main
 
 main(__package__)

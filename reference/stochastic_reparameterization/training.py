@@ -12,7 +12,7 @@ digits, each with fixed noise at fixed, evenly spread timesteps): the eps-MSE wi
 (the zoo's training objective, DDPM's ``L_simple``) and the x0-MSE with uniform ``t`` of the
 prediction clipped to [-1, 1] (what the sampler uses: unclipped, an eps-network's
 ``x0_hat = (x_t - sigma_t eps_hat)/alpha_t`` explodes as ``alpha_t -> 0``). After the budget,
-samples of every model are drawn with the same DDIM sampler and scored with the FDD. As in
+samples of every model are drawn with DDIM on the clipped ODE and scored with the FDD. As in
 DDPM practice the evaluated weights are an exponential moving average (EMA) of the iterates,
 which removes most of the last-step noise of a short run.
 """

@@ -4,20 +4,20 @@ Every scheme of `SCHEMES` trains with the
 same training seeds (initial weights, data order, noise draws) and budget; after it, held-out
 eps-MSE and x0-MSE curves, and the relative variance and gradient noise-to-signal ratio of each
 run's *own* minibatch objective on its own network (the reweighting comparison).
-[`paired_quality`][reference.stochastic_reparameterization.training_runs.paired_quality] scores the
-sample quality of every trained model over paired noise seeds.
+[`sampler_of`][reference.stochastic_reparameterization.training_runs.sampler_of] and
+[`RunScores`][reference.stochastic_reparameterization.training_runs.RunScores] are how the
+benchmark's comparison samples and scores every trained model over paired noise seeds.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from reference.data import load_digits_tensors
-from reference.harness import make_noise, sample
-from reference.harness.seeds import SeedTable
 
 from .samplers import LossSecondMomentHistory, draw
 from .studies import SCHEMES, SHAPE, Context
@@ -108,41 +108,51 @@ def examples_to_reach(run: TrainingRun, level: float) -> int | None:
     return None
 
 
+def sampler_of(ctx: Context, run: TrainingRun, n: int, steps: int) -> Callable[[int], torch.Tensor]:
+    """``sample(seed)``: ``[runs, n, 1, 16, 16]``, every training run of the scheme sampled from
+    the same noise ``make_noise(n, seed)`` with ``steps`` DDIM steps on the clipped ODE
+    (`reference.harness.ode`, the sampler every ported benchmark uses), unconditionally (the
+    tiny U-Nets have no class input). Every scheme gets the same noise on a seed: paired."""
+    from reference.harness import make_noise
+    from reference.harness.ode import solve
+
+    p = ctx.param(run.scheme.parameterization)
+
+    def sample(seed: int) -> torch.Tensor:
+        noise = make_noise(n, seed)
+        with torch.no_grad():
+            return torch.stack([solve(eps_fn_of(m, p), noise, steps=steps) for m in run.models])
+
+    return sample
+
+
+QUALITY = ("fd_digits", "kid_digits")
+"""What the held-out score says of unconditional samples. Its accuracy and within-class
+diversity read the labels the samples were drawn with, and these samples have none."""
+
+
 @dataclass
-class Quality:
-    """Sample quality over noise seeds: the table (a seed's value is the mean over a scheme's
-    training runs) and every run's FDD per noise seed, ``fdd[scheme][run][seed]``."""
+class RunScores:
+    """The comparison's ``score`` for samples of several training runs (`sampler_of`): the
+    held-out score (`reference.harness.scores.held_out_score`) of every run, averaged over the
+    runs (a seed's value), with every run's FDD kept per seed, ``fdd[variant][run][seed]``.
 
-    table: SeedTable
-    fdd: dict[str, list[list[float]]]
+    The held-out score is given class-balanced labels in drawing order (``n / 10`` per class).
+    For unconditional i.i.d. samples those labels are a random partition, so the class-weighted
+    KID stays unbiased: each block mean of the generated side estimates the same kernel mean,
+    and (6) of `reference.harness.scores` becomes MMD² between the samples' distribution and the
+    class-balanced mixture of real digits. The FDD does not read labels."""
 
+    n: int
+    fdd: dict[str, list[list[float]]] = field(default_factory=dict)
 
-def paired_quality(ctx: Context, runs: dict[str, TrainingRun], s: Any) -> Quality:
-    """FDD, KID and diversity of DDIM samples of every trained model over the noise seeds
-    ``s.seeds``: on each seed every model samples ``s.fdd_n`` unconditional images from the same
-    noise ``make_noise(s.fdd_n, seed)`` (paired across schemes and training runs)."""
-    from reference.harness import over_seeds, quality_report
-    from reference.zoo import teacher_scheduler
+    def __call__(self, x: torch.Tensor, same_seed: Mapping[str, Any]) -> dict[str, float]:
+        from reference.harness.scores import held_out_score
 
-    fdd: dict[str, list[list[float]]] = {k: [[] for _ in r.models] for k, r in runs.items()}
-
-    def sampler(key: str) -> Any:
-        p = ctx.param(runs[key].scheme.parameterization)
-
-        def run(seed: int) -> list[torch.Tensor]:
-            noise = make_noise(s.fdd_n, seed)
-            return [
-                sample(eps_fn_of(m, p), teacher_scheduler(), noise, steps=s.ddim_steps, seed=seed)
-                for m in runs[key].models
-            ]
-
-        return run
-
-    def measure(key: str, xs: list[torch.Tensor], same: Any) -> dict[str, float]:
-        reports = [quality_report(x) for x in xs]
-        for j, r in enumerate(reports):
-            fdd[key][j].append(r["fd_digits"])
-        return {m: sum(r[m] for r in reports) / len(reports) for m in reports[0]}
-
-    table = over_seeds({k: sampler(k) for k in runs}, measure, s.seeds, desc="sample quality")
-    return Quality(table, fdd)
+        one = held_out_score(self.n)
+        key = next(k for k, v in same_seed.items() if v is x)  # the variant being scored
+        per_run = [one(xj, same_seed) for xj in x]
+        runs = self.fdd.setdefault(key, [[] for _ in per_run])
+        for j, r in enumerate(per_run):
+            runs[j].append(r["fd_digits"])
+        return {m: sum(r[m] for r in per_run) / len(per_run) for m in QUALITY}
