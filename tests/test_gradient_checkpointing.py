@@ -317,7 +317,7 @@ def test_the_chain_note_keeps_the_data_of_the_chain_figure(declared) -> None:
 
 def test_the_memory_aims_are_judged_on_counts_and_the_step_time_on_rounds() -> None:
     from reference.gradient_checkpointing.bench import AIMS
-    from reference.harness.compare import _aim
+    from reference.harness.compare import judge
     from reference.harness.cost import LatencyComparison, _stats
     from reference.harness.seeds import SeedTable
 
@@ -330,7 +330,7 @@ def test_the_memory_aims_are_judged_on_counts_and_the_step_time_on_rounds() -> N
     def states(step_time: float) -> dict[str, str]:
         stats = {"none": _stats(rounds), "sqrt": _stats([step_time * r for r in rounds])}
         lat = LatencyComparison("none", stats, {}, threads=2, repeats=4, warmup=0)
-        return {a.id: _aim(a, SeedTable(()), lat, facts).state for a in AIMS}
+        return {a.id: judge(a, SeedTable(()), lat, facts).state for a in AIMS}
 
     # 7/108 <= 1/3 (met), 81/113 > 1/3 (missed); a step 1.25x as long keeps 0.8 >= 1/1.4
     assert states(1.25) == {

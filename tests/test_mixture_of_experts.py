@@ -160,7 +160,7 @@ def test_the_wide_control_holds_the_moe_parameters_at_eight_times_its_flops() ->
 
 
 def test_both_sides_of_the_claim_are_judged_on_paired_intervals() -> None:
-    from reference.harness.compare import _aim
+    from reference.harness.compare import judge
     from reference.harness.cost import LatencyComparison, _stats
     from reference.harness.seeds import SeedTable
     from reference.mixture_of_experts.bench import AIMS
@@ -176,7 +176,7 @@ def test_both_sides_of_the_claim_are_judged_on_paired_intervals() -> None:
     stats = {n: _stats([t * r for r in rounds]) for n, t in times.items()}
     speed = {n: 1.0 / t for n, t in times.items()}
     lat = LatencyComparison("dense", stats, speed, threads=2, repeats=4, warmup=0)
-    states = {a.id: _aim(a, q, lat, {}).state for a in AIMS}
+    states = {a.id: judge(a, q, lat, {}).state for a in AIMS}
     assert states == {
         "quality-vs-dense": "met",
         "quality-vs-wide": "met",

@@ -1,7 +1,7 @@
 """A comparison that a benchmark declares and the harness measures.
 
 Idea
-----
+====
 A benchmark used to measure *and* assemble its result by hand: rows, intervals, aims and the
 headline were rebuilt in every ``bench.py``. Here a benchmark only says **what** it compares:
 
@@ -16,7 +16,7 @@ raw rounds are kept, and the rows, aims and headline are derived from those raw 
 ``glossary bench --check`` can derive them again from the result file.
 
 Math
-----
+====
 For a metric ``m`` measured on seeds ``s = 1..S`` and timing rounds ``r = 1..R``:
 
     value       v̄ = (1/S) Σ_s v(s)                                              (1)
@@ -46,7 +46,7 @@ seeds or timing rounds (a costly reference measured on fewer images; layers time
 the whole sampler) declares several comparisons and `outcome` joins them into one result.
 
 Pitfalls
---------
+========
 * A variant must draw *all* its randomness from the seed it is given, or the pairing of (3)
   is void.
 * A variant without ``sample`` is only timed and counted: it has no per-seed values, so no
@@ -365,8 +365,16 @@ def _row(c: Comparison, v: Variant, table: SeedTable, lat: LatencyComparison | N
     )
 
 
-def _aim(c: Comparison, a: AnyAim, table: SeedTable, lat: LatencyComparison | None) -> Aim:
-    facts = {v.id: v.facts for v in c.variants}
+def judge(
+    a: AnyAim,
+    table: SeedTable,
+    lat: LatencyComparison | None,
+    facts: Mapping[str, Mapping[str, float]],
+    range_of: Callable[[str], Range | None] = RANGES.get,
+) -> Aim:
+    """One declared aim judged on the measured values: a fact ratio on its point value, a
+    quality figure on its paired interval (a value aim's kept in ``range_of`` its metric, (7)),
+    a speedup on its round bootstrap (4)-(5)."""
     if isinstance(a, FactAim):
         for key in (a.row, a.against):
             if a.fact not in facts[key]:
@@ -379,7 +387,7 @@ def _aim(c: Comparison, a: AnyAim, table: SeedTable, lat: LatencyComparison | No
         r = _quality_figure(a, table)
         span = r.interval
         if a.kind == "value" and span is not None:
-            span = clip_interval(span, c.range_of(a.metric))  # (7), as the row shows it
+            span = clip_interval(span, range_of(a.metric))  # (7), as the row shows it
         return aim(
             a.id,
             r.value,
@@ -447,7 +455,8 @@ def measure(c: Comparison) -> Measured:
     table, first = _quality(c)
     lat = _latency(c)
     rows = [_row(c, v, table, lat) for v in c.variants]
-    aims = [_aim(c, a, table, lat) for a in c.aims]
+    facts = {v.id: v.facts for v in c.variants}
+    aims = [judge(a, table, lat, facts, c.range_of) for a in c.aims]
     m = Measured(c, table, lat, first, rows, aims, None)
     m.headline = _headline(m)
     return m

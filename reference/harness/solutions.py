@@ -1,7 +1,7 @@
 """The converged solution, computed once per content and shared by every benchmark that needs it.
 
 Idea
-----
+====
 The fidelity of a training-free approximation is measured against the converged clipped-ODE
 solution of the same noise (`reference.harness.ode.solution`: DPM-Solver++(2M) at 200 steps).
 At 140 images per seed and five seeds that is 1,000 denoiser batches of the zoo teacher, about
@@ -11,7 +11,7 @@ teacher, noise seeds, labels and solver). `solution` computes each one once and 
 key and never a stale hit.
 
 Math
-----
+====
     key = sha256(ode.py ‖ sampling.py ‖ weights ‖ noise ‖ labels ‖ guidance ‖ clip ‖ steps
                  ‖ torch version)                                                        (1)
     weights = sha256 over the model's parameters and buffers, in name order, of each
@@ -21,13 +21,13 @@ A hit returns the tensor the same computation wrote; it is bitwise what a recomp
 same machine and torch build gives (the CPU solver is deterministic), which a test checks.
 
 Where
------
+=====
 ``$REFERENCE_SOLUTION_CACHE`` when set, else ``~/.cache/diffusion-reference/solutions``; one
 ``<key>.pt`` file per tensor (about 140 KB at 140 images), written to a temporary name and then
 renamed, so a reader never sees half a file. Deleting the folder is always safe.
 
 Pitfalls
---------
+========
 * The key covers the two source files the solution runs through (`reference.harness.ode` and
   `reference.harness.sampling`); a change elsewhere in how a model computes ε (a hook left on the
   model) is not seen: pass the untouched model.

@@ -33,7 +33,7 @@ judge ``var-eps-is-ld-anti`` (the headline's scheme, named in advance) against `
 on that interval; they are added to the measured aims before the result is assembled.
 
 Pitfalls
---------
+========
 * The tiny U-Nets are unconditional: the held-out score's accuracy and within-class diversity
   read the labels the samples were drawn with and mean nothing here, so only the FDD and the
   KID are kept (`RunScores` says why the KID stays unbiased).
