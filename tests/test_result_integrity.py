@@ -26,7 +26,7 @@ from reference.stacking import integrity as stacking_integrity
 COMMITTED = sorted(p.stem for p in RESULTS_DIR.glob("*.json"))
 FIGURES = {
     "accelerate-method": 164,
-    "async-pipeline": 27,
+    "async-pipeline": 88,
     "baseline-sanity": 83,
     "classifier-guidance": 95,
     "consistency-latent-diffusion": 50,
@@ -40,9 +40,9 @@ FIGURES = {
     "realshape": 39,
     "scheduler-tradeoff": 75,
     "stacking": 1379,
-    "stochastic-reparameterization": 45,
+    "stochastic-reparameterization": 34,
     "timestep-distillation": 65,
-    "tpu-deployment": 57,
+    "tpu-deployment": 69,
 }
 """How many figures the check recomputes in each committed result (a rerun that changes a
 result's rows updates its count here). Conv fusion and gradient checkpointing keep no per-seed

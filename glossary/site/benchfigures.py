@@ -469,13 +469,6 @@ NOT_IN_ROWS: dict[tuple[str, str], str] = {
 """Charts that are not redrawn, and why (the data behind them is not in the result rows)."""
 
 AWAITING_RERUN: dict[tuple[str, str], str] = {
-    ("grid-search", "pareto"): "the front is kept in the pareto-front note from the next run",
-    (
-        "grid-search",
-        "strategies",
-    ): "its curves are in the search-curves note from the next run",
-    ("stochastic-reparameterization", "mechanism"): "the mechanism note's curves, since the port",
-    ("stochastic-reparameterization", "training"): "the training note's curves, since the port",
 }
 """Charts of :data:`CHARTS` whose committed result may predate the data they are drawn from:
 the site keeps the committed PNG (:func:`replaced` is false) until the rerun stores it."""
