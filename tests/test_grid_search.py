@@ -80,12 +80,15 @@ def _reader(storage: str) -> Iterator[Any]:
 
 def _worker(storage: str, out: Path) -> subprocess.Popen:
     # Every storage judges liveness by heartbeats (the journal's are appended to the file): a
-    # live trial beats every 1 s however long it runs, so --grace 3 only bounds how long a
-    # killed worker's point waits for its retry, never the run time of a slow live trial.
+    # live trial beats every 1 s however long it runs, so --grace only bounds how long a killed
+    # worker's point waits for its retry, never the run time of a slow live trial. It must also
+    # exceed the longest pause of a live worker's heartbeat thread: on a loaded 2-core machine
+    # (the suite on two workers beside three grid workers) a pause of over 3 s happened, the live
+    # trial was failed as stale and its point ran twice; 8 s leaves room for that.
     cmd = [
         *(sys.executable, "-m", "reference.grid_search", "--objective", "toy", "--sleep", "0.3"),
         *("--space", "full", "--storage", storage, "--study", "s"),
-        *("--heartbeat", "1", "--grace", "3", "--out", str(out)),
+        *("--heartbeat", "1", "--grace", "8", "--out", str(out)),
     ]
     return subprocess.Popen(
         cmd,
