@@ -468,8 +468,7 @@ NOT_IN_ROWS: dict[tuple[str, str], str] = {
 }
 """Charts that are not redrawn, and why (the data behind them is not in the result rows)."""
 
-AWAITING_RERUN: dict[tuple[str, str], str] = {
-}
+AWAITING_RERUN: dict[tuple[str, str], str] = {}
 """Charts of :data:`CHARTS` whose committed result may predate the data they are drawn from:
 the site keeps the committed PNG (:func:`replaced` is false) until the rerun stores it."""
 
