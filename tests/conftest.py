@@ -67,6 +67,23 @@ def site_fixture_registry() -> Iterator[Path]:
 
 
 @pytest.fixture
+def refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> Any:
+    """``refused(package, args)``: run a ported benchmark's ``--bench`` with ``args``, assert that
+    it stops with exit 2 and one line on stderr, and return that line (the caller names the work
+    that must not have started, by making it fail)."""
+    from reference.harness import entry
+
+    def refused(package: str, args: list[str]) -> str:
+        with pytest.raises(SystemExit) as info:
+            entry.main(package, ["--bench", *args])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and err.count("\n") == 1, err
+        return err
+
+    return refused
+
+
+@pytest.fixture
 def one_torch_thread() -> Iterator[None]:
     """Tiny models: a second thread only adds synchronisation (and spins on a busy machine)."""
     import torch

@@ -6,6 +6,7 @@ recomputed by the integrity check, is `tests/test_contract.py`'s)."""
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 import torch
@@ -207,16 +208,12 @@ def test_checkpoint_config_rejects_unknown_policies() -> None:
     ],
 )
 def test_bad_options_are_one_line_before_any_model_loads(
-    args: list[str], message: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+    args: list[str], message: str, refused_in_one_line: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from reference.gradient_checkpointing import bench
-    from reference.harness import entry
 
     monkeypatch.setattr(bench, "_measured", lambda cfg: pytest.fail("the benchmark ran"))
-    with pytest.raises(SystemExit) as info:
-        entry.main("reference.gradient_checkpointing", ["--bench", *args])
-    err = capsys.readouterr().err
-    assert info.value.code == 2 and err.count("\n") == 1 and message in err
+    assert message in refused_in_one_line("reference.gradient_checkpointing", args)
 
 
 def test_the_full_benchmark_times_at_least_fifteen_warmed_up_rounds() -> None:

@@ -401,16 +401,12 @@ def test_bad_configurations_fail_with_one_line_naming_the_option(
     ],
 )
 def test_bad_options_are_one_line_before_any_work(
-    args: list[str], message: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+    args: list[str], message: str, refused_in_one_line: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from reference.grid_search import bench
-    from reference.harness import entry
 
     monkeypatch.setattr(bench, "measure", lambda cfg, out: pytest.fail("the benchmark ran"))
-    with pytest.raises(SystemExit) as info:
-        entry.main("reference.grid_search", ["--bench", *args])
-    err = capsys.readouterr().err
-    assert info.value.code == 2 and err.count("\n") == 1 and message in err
+    assert message in refused_in_one_line("reference.grid_search", args)
 
 
 def test_an_unknown_sampler_is_named() -> None:

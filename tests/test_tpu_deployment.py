@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -196,16 +197,12 @@ def test_unsupported_config_and_a_missing_jax_give_one_clear_line(monkeypatch) -
     ],
 )
 def test_bad_options_are_one_line_before_any_program_is_built(
-    args: list[str], message: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+    args: list[str], message: str, refused_in_one_line: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reference.harness import entry
 
     ways = importlib.import_module("reference.tpu_deployment.measure")  # the module, not the name
     monkeypatch.setattr(ways, "measure", lambda *a, **k: pytest.fail("a program was built"))
-    with pytest.raises(SystemExit) as info:
-        entry.main("reference.tpu_deployment", ["--bench", *args])
-    err = capsys.readouterr().err
-    assert info.value.code == 2 and err.count("\n") == 1 and message in err
+    assert message in refused_in_one_line("reference.tpu_deployment", args)
 
 
 def test_payoff_covers_the_four_cases() -> None:
