@@ -94,7 +94,6 @@ spec ``consistency_latent``) and
 
 from __future__ import annotations
 
-from .bench import load_consistency_model
 from .core import (
     MAX_TIMESTEP,
     ORIGINAL_STEPS,
@@ -110,6 +109,7 @@ from .core import (
     sampling_timesteps,
     skipping_timesteps,
 )
+from .model import load_consistency_model
 from .schedulers import dpm_solver, lcm_scheduler, with_timesteps
 from .train import ZOO_NAME, ZOO_SPECS
 

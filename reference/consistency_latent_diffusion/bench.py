@@ -38,6 +38,7 @@ from reference.harness.sampling import LATENT_SHAPE, EpsFn
 from reference.timestep_distillation import few_step
 
 from .core import sampling_timesteps
+from .model import load_consistency_model
 from .schedulers import dpm_solver
 from .train import ZOO_NAME
 
@@ -83,13 +84,6 @@ OPTIONS = (
     Option("control_steps", int_tuple, "N,N,..."),
     Option("headline_steps"),
 )
-
-
-def load_consistency_model() -> torch.nn.Module:
-    """The committed zoo consistency model: an epsilon-output U-Net read through c_skip/c_out."""
-    from reference import zoo
-
-    return zoo.load(ZOO_NAME)
 
 
 def make_runs(cfg: Config, teacher: EpsFn, cm: EpsFn) -> few_step.MakeRuns:

@@ -98,7 +98,6 @@ benchmark, demo). Run it with ``python -m reference.timestep_distillation`` (dem
 
 from __future__ import annotations
 
-from .bench import load_student
 from .core import (
     BASE_STEPS,
     TERMINAL,
@@ -115,6 +114,7 @@ from .core import (
     two_ddim_steps,
     x_target,
 )
+from .students import load_student
 from .train import PLAN, ZOO_SPECS, init_student
 
 __all__ = [

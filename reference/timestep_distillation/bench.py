@@ -33,10 +33,10 @@ from reference.harness.sampling import IMAGE_SHAPE, EpsFn
 
 from . import few_step
 from .core import BASE_STEPS, GridDDIMScheduler
-from .train import PLAN, student_steps
+from .students import STUDENTS, load_student
+from .train import PLAN
 
 SLUG = "timestep-distillation"
-STUDENTS = {student_steps(name): name for name in PLAN}
 """Sampling steps -> zoo name of the committed students (8, 4, 2)."""
 CONTROL_AIM = 1.0
 """A student must beat the teacher's DDIM at its own steps: paired FDD ratio below 1."""
@@ -72,15 +72,6 @@ OPTIONS = (
     Option("steps", int_tuple, "N,N,..."),
     Option("headline_steps"),
 )
-
-
-def load_student(steps: int) -> torch.nn.Module:
-    """The committed zoo student distilled for ``steps`` DDIM steps (8, 4 or 2)."""
-    from reference import zoo
-
-    if steps not in STUDENTS:
-        raise ValueError(f"no student for {steps} steps; distilled students: {sorted(STUDENTS)}")
-    return zoo.load(STUDENTS[steps])
 
 
 def make_runs(cfg: Config, teacher: EpsFn, students: dict[int, EpsFn]) -> few_step.MakeRuns:
