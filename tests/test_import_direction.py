@@ -21,18 +21,8 @@ writer (and what they import)."""
 KNOWN_CYCLES = {
     # Each of these is in files that committed results record (changing them stales a result),
     # so each goes when those results are rerun: the zoo's training loop and its specs import
-    # each other lazily; the stacking study's six files are the study's own cycle.
+    # each other lazily.
     frozenset({"reference.zoo", "reference.zoo.specs", "reference.zoo.training"}),
-    frozenset(
-        {
-            "reference.stacking.bench",
-            "reference.stacking.compose",
-            "reference.stacking.elements",
-            "reference.stacking.measurement",
-            "reference.stacking.rows",
-            "reference.stacking.study",
-        }
-    ),
 }
 
 

@@ -119,29 +119,30 @@ def test_one_element_stacks_equal_their_technique_paths(models: Models) -> None:
     from reference import zoo
     from reference.accelerate_method import StepForecastConfig, apply_step_forecasting
     from reference.feature_caching import DeepCacheEps
-    from reference.harness.schedulers import make_scheduler
+    from reference.harness.ode import solve
     from reference.timestep_distillation import GridDDIMScheduler, load_student
 
     teacher, noise, y = models.base("teacher"), make_noise(N, 3), class_labels(N)
     steps = QUICK.base_steps
     _same(
         _run((), models),
-        sample(model_eps_fn(teacher), make_scheduler("ddim"), noise, steps=steps, labels=y),
+        solve(model_eps_fn(teacher), noise, sampler="ddim", steps=steps, labels=y),
     )
     dc = DeepCacheEps(teacher, QUICK.cache_interval, QUICK.cache_branch)
     _same(
         _run(("deepcache",), models),
-        sample(dc, make_scheduler("ddim"), noise, steps=steps, labels=y),
+        solve(dc, noise, sampler="ddim", steps=steps, labels=y),
     )
     fc = apply_step_forecasting(teacher, StepForecastConfig(*QUICK.forecast, "newton"))
     _same(
         _run(("forecast",), models),
-        sample(fc, make_scheduler("ddim"), noise, steps=steps, labels=y),
+        solve(fc, noise, sampler="ddim", steps=steps, labels=y),
     )
-    solver = make_scheduler(QUICK.solver)
     _same(
         _run(("solver",), models),
-        sample(model_eps_fn(teacher), solver, noise, steps=QUICK.solver_steps, labels=y, seed=3),
+        solve(
+            model_eps_fn(teacher), noise, sampler=QUICK.solver, steps=QUICK.solver_steps, labels=y
+        ),
     )
     grid = GridDDIMScheduler(zoo.teacher_scheduler_config())
     student = model_eps_fn(load_student(QUICK.student_steps).eval())
@@ -155,14 +156,14 @@ def test_one_element_stacks_equal_their_technique_paths(models: Models) -> None:
 def test_guidance_sits_inside_the_forecaster(models: Models) -> None:
     from reference.accelerate_method import StepForecastConfig, apply_step_forecasting
     from reference.classifier_guidance import ClassifierGuidanceConfig, apply_classifier_guidance
-    from reference.harness.schedulers import make_scheduler
+    from reference.harness.ode import solve
 
     teacher, noise, y = models.base("teacher"), make_noise(N, 3), class_labels(N)
     cg = ClassifierGuidanceConfig(models.classifier(), models.alphas_cumprod(), QUICK.cg_scale)
     eps = apply_step_forecasting(
         apply_classifier_guidance(teacher, cg), StepForecastConfig(*QUICK.forecast, "newton")
     )
-    want = sample(eps, make_scheduler("ddim"), noise, steps=QUICK.base_steps, labels=y)
+    want = solve(eps, noise, sampler="ddim", steps=QUICK.base_steps, labels=y)
     _same(_run(("forecast", "guidance"), models), want)
 
 

@@ -116,6 +116,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     from .provenance import STACKING, amend, check_stacking
 
     p_args = _parser(harness, bench, STACKING).parse_args(argv)
+    _check_threads(p_args.threads)
     if p_args.list:
         print_matrix()
         return 0
@@ -158,8 +159,18 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _check_threads(threads: int | None) -> None:
+    """``--threads`` within what the machine offers (OpenBLAS crashes far above it)."""
+    import os
+
+    cores = os.cpu_count() or 1
+    if threads is not None and not 1 <= threads <= cores:
+        _fail(f"--threads must be in 1..{cores} (this machine's cores), got {threads}", 2)
+
+
 def _parser(harness: Any, bench: Any, technique: Any) -> Any:
     p = harness.parser(technique, bench)
+    p.error = lambda message: _fail(message, 2)  # one line, not argparse's usage block
     text = _text()
     p.add_argument("--list", action="store_true", help=text.message("cli.list"))
     p.add_argument("--check", action="store_true", help=text.message("cli.check"))
@@ -178,13 +189,20 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     quiet_threads()
     try:
         code = run(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:  # ``--list | head``: the reader has gone, which is not an error
+        from reference.harness.entry import _quiet_stdout
+
+        _quiet_stdout()
+        raise SystemExit(0) from None
     except KeyboardInterrupt:
         _fail("interrupted", 130)
     except (ValueError, KeyError) as exc:
-        from .compose import IncompatibleStack
+        from .elements import IncompatibleStack
 
         if isinstance(exc, IncompatibleStack):
-            _fail(str(exc), 2)
+            a, b = exc.pair
+            _fail(f"--stack: {a} and {b} do not stack: {exc}", 2)
         raise
     except Exception as exc:
         from reference.zoo import ZooError

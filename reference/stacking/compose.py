@@ -1,272 +1,90 @@
 """Build a stack: check it against the matrix, then apply its elements level by level.
 
-A `Pipeline` has five slots, filled in the order of the levels:
-
-    model     which network (teacher, pruned teacher, distilled or consistency student)
-    network   transforms of that module: low rank -> fusion -> compile, each on a copy
-    caching   how the module becomes a denoiser call (DeepCache, or the plain forward)
-    wrappers  guidance, then forecasting, around that call
-    sampler   the solver and its steps (DDIM-50 by default; a student brings its own)
-
-``run`` then evaluates ``sampler(wrappers(caching(network(model))))`` from given noise. Stateful
-pieces (DeepCache's cache, the forecaster's history, a multistep scheduler) are built fresh for
-every run, so two runs never share state.
+Each element is applied to a `Pipeline` under construction by a few lines that call its
+technique's public shape (``apply_...``, a class, a loader), in the order of the levels
+(`reference.stacking.elements.ordered`): model, network, caching, guidance, forecasting,
+sampler. Nothing here is pair-specific: which pairs are refused is decided by
+`reference.compatibility` alone (`reference.stacking.elements.check`).
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
-
-from reference.compatibility import verdict
-
-from .elements import ELEMENTS, element, ordered
+from .elements import IncompatibleStack, check, ordered
+from .pipeline import ConsistencySampler, DiffusersSampler, GridSampler, Models, Pipeline
 
 if TYPE_CHECKING:
-    from .bench import Config as Settings
-
-EpsFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-class IncompatibleStack(ValueError):
-    """A stack the compatibility matrix refuses; ``str(exc)`` is the matrix's one line."""
-
-    def __init__(self, pair: tuple[str, str], reason: str, line: str) -> None:
-        super().__init__(line)
-        self.pair, self.reason, self.line = pair, reason, line
+    from .settings import Config as Settings
 
+__all__ = ["APPLY", "IncompatibleStack", "Models", "Pipeline", "check", "compose"]
 
-def check(members: Sequence[str]) -> None:
-    """Refuse an impossible stack before any model is loaded.
+Apply = Callable[[Pipeline, "Settings"], None]
 
-    ``KeyError`` for an unknown element, ``ValueError`` for a repeated one or a runtime element
-    (it owns the whole loop), `IncompatibleStack` with the matrix's line for a refused pair."""
-    ids = [element(m).id for m in members]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"stack {'+'.join(ids)}: an element appears twice")
-    for i, a in enumerate(ids):
-        for b in ids[i + 1 :]:
-            v = verdict(ELEMENTS[a].slug, ELEMENTS[b].slug)
-            if not v.compatible:
-                assert v.reason is not None and v.line is not None
-                raise IncompatibleStack((a, b), v.reason, v.line)
-            clash = ELEMENTS[a].writes & ELEMENTS[b].writes
-            if clash:  # the matrix must never allow this (tests/test_stacking_matrix.py)
-                raise ValueError(f"{a} and {b} both write the {sorted(clash)[0]} slot")
-    for m in ids:
-        if ELEMENTS[m].apply is None:
-            raise ValueError(
-                f"{ELEMENTS[m].slug} owns the whole sampling loop; run python -m "
-                f"reference.{ELEMENTS[m].slug.replace('-', '_')} on its own"
-            )
 
-
-# --------------------------------------------------------------------------- models
+def _student(p: Pipeline, s: Settings) -> None:
+    p.model_name = f"student{s.student_steps}"
+    p.sampler = GridSampler(s.student_steps)
 
 
-class Models:
-    """The zoo models a study needs, loaded once, and their transformed copies, built once."""
+def _consistency(p: Pipeline, s: Settings) -> None:
+    p.model_name, p.space = "consistency", "latent"
+    p.sampler = ConsistencySampler(s.cm_steps)
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._base: dict[str, nn.Module] = {}
-        self._built: dict[tuple[str, ...], nn.Module] = {}
-        self._extra: dict[str, Any] = {}
-        self.compile_seconds = 0.0
 
-    def base(self, name: str) -> nn.Module:
-        """``teacher``, ``pruned_teacher``, ``student<k>`` or ``consistency``, frozen."""
-        if name not in self._base:
-            self._base[name] = _load(name).requires_grad_(False).eval()
-        return self._base[name]
+def _pruned(p: Pipeline, s: Settings) -> None:
+    p.model_name = "pruned_teacher"
 
-    def get(
-        self, name: str, transforms: tuple[str, ...], calibrate: Callable[[nn.Module], Any]
-    ) -> nn.Module:
-        """``name`` with ``transforms`` applied in order, each on a copy of the previous."""
-        key = (name, *transforms)
-        if key not in self._built:
-            model = (
-                self.base(name) if not transforms else self.get(name, transforms[:-1], calibrate)
-            )
-            if transforms:
-                model = self._transform(model, transforms[-1], calibrate)
-            self._built[key] = model
-        return self._built[key]
 
-    def _transform(self, model: nn.Module, how: str, calibrate: Callable) -> nn.Module:
-        if how == "lowrank":
-            return _low_rank(model, self.settings.lowrank_budget, calibrate)
-        out = copy.deepcopy(model)
-        if how == "fusion":
-            from reference.conv_fusion import fuse_unet_attention
+def _transform(name: str) -> Apply:
+    def apply(p: Pipeline, s: Settings) -> None:
+        p.transforms = (*p.transforms, name)
 
-            fuse_unet_attention(out)
-            return out
-        from .compile import compile_blocks
+    return apply
 
-        return compile_blocks(out, self.settings.compile_backend)
 
-    def vae(self) -> nn.Module:
-        from reference import zoo
+def _deepcache(p: Pipeline, s: Settings) -> None:
+    from reference.feature_caching import DeepCacheEps
 
-        return self._once("vae", lambda: zoo.load_vae().requires_grad_(False).eval())
+    p.network_eps = lambda m: DeepCacheEps(m, s.cache_interval, s.cache_branch)
 
-    def classifier(self) -> nn.Module:
-        from reference import zoo
 
-        return self._once("clf", lambda: zoo.load_noisy_classifier().requires_grad_(False).eval())
+def _guidance(p: Pipeline, s: Settings) -> None:
+    from reference.classifier_guidance import ClassifierGuidanceConfig, apply_classifier_guidance
 
-    def alphas_cumprod(self) -> torch.Tensor:
-        from reference import zoo
+    def wrap(eps: Any, models: Any) -> Any:
+        config = ClassifierGuidanceConfig(models.classifier(), models.alphas_cumprod(), s.cg_scale)
+        return apply_classifier_guidance(eps, config)
 
-        return self._once("acp", lambda: zoo.teacher_scheduler().alphas_cumprod)
+    p.wrappers = (*p.wrappers, wrap)
 
-    def _once(self, key: str, make: Callable[[], Any]) -> Any:
-        if key not in self._extra:
-            self._extra[key] = make()
-        return self._extra[key]
 
+def _forecast(p: Pipeline, s: Settings) -> None:
+    from reference.accelerate_method import StepForecastConfig, apply_step_forecasting
 
-def _load(name: str) -> nn.Module:
-    from reference import zoo
+    interval, order, warmup = s.forecast
+    config = StepForecastConfig(interval, order, warmup, "newton")
+    p.wrappers = (*p.wrappers, lambda eps, models: apply_step_forecasting(eps, config))
 
-    if name.startswith("student"):
-        from reference.timestep_distillation import load_student
 
-        return load_student(int(name.removeprefix("student")))
-    if name == "consistency":
-        from reference.consistency_latent_diffusion import load_consistency_model
+def _solver(p: Pipeline, s: Settings) -> None:
+    p.sampler = DiffusersSampler(s.solver, s.solver_steps)
 
-        return load_consistency_model()
-    return zoo.load(name)
 
-
-def unet_conv_targets(unet: nn.Module) -> tuple[str, ...]:
-    """The 3x3 convolutions of every ResnetBlock2D (low rank's targets on a U-Net)."""
-    from diffusers.models.resnet import ResnetBlock2D
-
-    return tuple(
-        f"{name}.{conv}"
-        for name, m in unet.named_modules()
-        if isinstance(m, ResnetBlock2D)
-        for conv in ("conv1", "conv2")
-    )
-
-
-def _low_rank(model: nn.Module, budget: float, calibrate: Callable) -> nn.Module:
-    from reference.low_rank_inference import (
-        LowRankConfig,
-        apply_low_rank,
-        calibrate_second_moments,
-    )
-
-    targets = unet_conv_targets(model)
-    moments = calibrate_second_moments(model, targets, calibrate)
-    out, _plan = apply_low_rank(model, LowRankConfig(targets, budget=budget), moments)
-    return out.requires_grad_(False).eval()
-
-
-# --------------------------------------------------------------------------- samplers
-
-
-@dataclass(frozen=True)
-class DiffusersSampler:
-    """A harness scheduler (trailing spacing) for ``steps`` steps."""
-
-    name: str
-    steps: int
-
-    def run(self, eps: EpsFn, noise: torch.Tensor, labels: torch.Tensor, seed: int, models: Models):
-        from reference.harness import sample
-        from reference.harness.schedulers import make_scheduler
-
-        return sample(
-            eps, make_scheduler(self.name), noise, steps=self.steps, labels=labels, seed=seed
-        )
-
-
-@dataclass(frozen=True)
-class GridSampler:
-    """The distilled student's own deterministic DDIM grid (`GridDDIMScheduler`)."""
-
-    steps: int
-
-    def run(self, eps: EpsFn, noise: torch.Tensor, labels: torch.Tensor, seed: int, models: Models):
-        from reference import zoo
-        from reference.harness import sample
-        from reference.timestep_distillation import GridDDIMScheduler
-
-        scheduler = GridDDIMScheduler(zoo.teacher_scheduler_config())
-        return sample(eps, scheduler, noise, steps=self.steps, labels=labels)
-
-
-@dataclass(frozen=True)
-class ConsistencySampler:
-    """Multistep consistency sampling in latent space, then the VAE decode (part of the cost)."""
-
-    steps: int
-
-    def run(self, eps: EpsFn, noise: torch.Tensor, labels: torch.Tensor, seed: int, models: Models):
-        from reference import zoo
-        from reference.consistency_latent_diffusion import consistency_sample
-
-        z = consistency_sample(eps, noise, labels, models.alphas_cumprod(), self.steps, seed=seed)
-        return zoo.decode_latents(models.vae(), z)
-
-
-Sampler = DiffusersSampler | GridSampler | ConsistencySampler
-
-
-def _plain_eps(model: nn.Module) -> EpsFn:
-    from reference.harness import model_eps_fn
-
-    return model_eps_fn(model)
-
-
-@dataclass
-class Pipeline:
-    """A stack ready to run; see the module docstring for the slots."""
-
-    members: tuple[str, ...]
-    sampler: Sampler
-    model_name: str = "teacher"
-    space: Literal["pixel", "latent"] = "pixel"
-    transforms: tuple[str, ...] = ()
-    network_eps: Callable[[nn.Module], EpsFn] = _plain_eps
-    wrappers: tuple[Callable[[EpsFn, Models], EpsFn], ...] = field(default_factory=tuple)
-
-    @property
-    def noise_shape(self) -> tuple[int, ...]:
-        from reference.harness import IMAGE_SHAPE, LATENT_SHAPE
-
-        return LATENT_SHAPE if self.space == "latent" else IMAGE_SHAPE
-
-    def model(self, models: Models) -> nn.Module:
-        """The final network (built and cached on first use)."""
-        from reference.harness import class_labels, make_noise, model_eps_fn
-
-        def calibrate(m: nn.Module) -> Any:
-            n = models.settings.lowrank_calib_n
-            noise = make_noise(n, 1_000_003, self.noise_shape)
-            return self.sampler.run(model_eps_fn(m), noise, class_labels(n), 1, models)
-
-        return models.get(self.model_name, self.transforms, calibrate)
-
-    def run(
-        self, models: Models, noise: torch.Tensor, labels: torch.Tensor, seed: int
-    ) -> torch.Tensor:
-        """Pixel samples in [-1, 1] of this stack from ``noise`` (fresh stateful parts)."""
-        eps = self.network_eps(self.model(models))
-        for wrap in self.wrappers:
-            eps = wrap(eps, models)
-        with torch.no_grad():
-            return self.sampler.run(eps, noise, labels, seed, models)
+APPLY: dict[str, Apply] = {
+    "student": _student,
+    "consistency": _consistency,
+    "pruned": _pruned,
+    "lowrank": _transform("lowrank"),
+    "fusion": _transform("fusion"),
+    "compile": _transform("compile"),
+    "deepcache": _deepcache,
+    "guidance": _guidance,
+    "forecast": _forecast,
+    "solver": _solver,
+}
+"""How each element that composes is applied (the runtimes own their loop and have none)."""
 
 
 def compose(members: Sequence[str], settings: Settings) -> Pipeline:
@@ -274,7 +92,5 @@ def compose(members: Sequence[str], settings: Settings) -> Pipeline:
     check(members)
     p = Pipeline(tuple(ordered(list(members))), DiffusersSampler("ddim", settings.base_steps))
     for m in p.members:
-        apply = ELEMENTS[m].apply
-        assert apply is not None
-        apply(p, settings)
+        APPLY[m](p, settings)
     return p

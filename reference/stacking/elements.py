@@ -1,26 +1,22 @@
 """The elements of a stack: one per inference-time technique, plus ``torch.compile``.
 
-An element is a few lines that call its technique's public shape (``apply_...``, a class, a
-loader) on a `Pipeline` under construction. Nothing here is pair-specific: a stack is its
-elements applied in the order of their levels (`Element.order`), and which pairs are refused is
-decided by `reference.compatibility` alone.
+An element is data: its technique, its level and rank in the composition order, the pipeline
+slots it writes, whether it is exact. How it is applied to a `Pipeline` (a few lines that call
+its technique's public shape) is in `reference.stacking.compose`; `check` refuses an
+impossible stack here, torch-free, before any model is loaded. Nothing here is pair-specific: a
+stack is its elements applied in the order of their levels (`Element.order`), and which pairs
+are refused is decided by `reference.compatibility` alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from reference.compatibility import COMPILE, ROLES
-
-if TYPE_CHECKING:
-    from .compose import Pipeline, Settings
+from reference.compatibility import COMPILE, ROLES, verdict
 
 LEVEL_RANK = {"model": 0, "network": 1, "caching": 2, "guidance": 3, "forecasting": 4, "sampler": 5}
 """Composition order of the levels (`reference.compatibility`); runtimes compose with nothing."""
-
-Apply = Callable[["Pipeline", "Settings"], None]
 
 
 @dataclass(frozen=True)
@@ -29,7 +25,8 @@ class Element:
 
     ``exact``: the output equals its parent's to float rounding (fusion, compile), so its quality
     is inherited and only checked. ``writes``: the pipeline slots it replaces; two elements that
-    write the same slot cannot stack (a test holds the matrix to that).
+    write the same slot cannot stack (a test holds the matrix to that). ``owns_loop``: a runtime
+    (JAX, the rank pipeline) that owns the whole sampling loop and composes with nothing.
     """
 
     id: str
@@ -37,7 +34,7 @@ class Element:
     rank: int
     exact: bool
     writes: frozenset[str]
-    apply: Apply | None
+    owns_loop: bool
 
     @property
     def level(self) -> str:
@@ -50,80 +47,25 @@ class Element:
         return (LEVEL_RANK.get(self.level, 9), self.rank)
 
 
-def _student(p: Pipeline, s: Settings) -> None:
-    from .compose import GridSampler
-
-    p.model_name = f"student{s.student_steps}"
-    p.sampler = GridSampler(s.student_steps)
-
-
-def _consistency(p: Pipeline, s: Settings) -> None:
-    from .compose import ConsistencySampler
-
-    p.model_name, p.space = "consistency", "latent"
-    p.sampler = ConsistencySampler(s.cm_steps)
-
-
-def _pruned(p: Pipeline, s: Settings) -> None:
-    p.model_name = "pruned_teacher"
-
-
-def _transform(name: str) -> Apply:
-    def apply(p: Pipeline, s: Settings) -> None:
-        p.transforms = (*p.transforms, name)
-
-    return apply
-
-
-def _deepcache(p: Pipeline, s: Settings) -> None:
-    from reference.feature_caching import DeepCacheEps
-
-    p.network_eps = lambda m: DeepCacheEps(m, s.cache_interval, s.cache_branch)
-
-
-def _guidance(p: Pipeline, s: Settings) -> None:
-    from reference.classifier_guidance import ClassifierGuidanceConfig, apply_classifier_guidance
-
-    def wrap(eps: Any, models: Any) -> Any:
-        config = ClassifierGuidanceConfig(models.classifier(), models.alphas_cumprod(), s.cg_scale)
-        return apply_classifier_guidance(eps, config)
-
-    p.wrappers = (*p.wrappers, wrap)
-
-
-def _forecast(p: Pipeline, s: Settings) -> None:
-    from reference.accelerate_method import StepForecastConfig, apply_step_forecasting
-
-    interval, order, warmup = s.forecast
-    config = StepForecastConfig(interval, order, warmup, "newton")
-    p.wrappers = (*p.wrappers, lambda eps, models: apply_step_forecasting(eps, config))
-
-
-def _solver(p: Pipeline, s: Settings) -> None:
-    from .compose import DiffusersSampler
-
-    p.sampler = DiffusersSampler(s.solver, s.solver_steps)
-
-
-def _e(id: str, slug: str, rank: int, writes: set[str], apply: Apply | None, exact: bool = False):
-    return Element(id, slug, rank, exact, frozenset(writes), apply)
+def _e(id: str, slug: str, rank: int, writes: set[str], exact: bool = False, loop: bool = False):
+    return Element(id, slug, rank, exact, frozenset(writes), loop)
 
 
 ELEMENTS: dict[str, Element] = {
     e.id: e
     for e in (
-        _e("student", "timestep-distillation", 0, {"model", "sampler"}, _student),
-        _e("consistency", "consistency-latent-diffusion", 0, {"model", "sampler"}, _consistency),
-        _e("pruned", "pruning", 0, {"model"}, _pruned),
-        _e("lowrank", "low-rank-inference", 1, set(), _transform("lowrank")),
-        _e("fusion", "conv-fusion", 2, set(), _transform("fusion"), exact=True),
-        _e("compile", COMPILE, 3, set(), _transform("compile"), exact=True),
-        _e("deepcache", "feature-caching", 0, {"network_eps", "skip"}, _deepcache),
-        _e("guidance", "classifier-guidance", 0, set(), _guidance),
-        _e("forecast", "accelerate-method", 0, {"skip"}, _forecast),
-        _e("solver", "scheduler-tradeoff", 0, {"sampler"}, _solver),
-        _e("jax", "tpu-deployment", 0, {"loop"}, None),
-        _e("ranks", "async-pipeline", 0, {"loop"}, None),
+        _e("student", "timestep-distillation", 0, {"model", "sampler"}),
+        _e("consistency", "consistency-latent-diffusion", 0, {"model", "sampler"}),
+        _e("pruned", "pruning", 0, {"model"}),
+        _e("lowrank", "low-rank-inference", 1, set()),
+        _e("fusion", "conv-fusion", 2, set(), exact=True),
+        _e("compile", COMPILE, 3, set(), exact=True),
+        _e("deepcache", "feature-caching", 0, {"network_eps", "skip"}),
+        _e("guidance", "classifier-guidance", 0, set()),
+        _e("forecast", "accelerate-method", 0, {"skip"}),
+        _e("solver", "scheduler-tradeoff", 0, {"sampler"}),
+        _e("jax", "tpu-deployment", 0, {"loop"}, loop=True),
+        _e("ranks", "async-pipeline", 0, {"loop"}, loop=True),
     )
 }
 """Every inference-time slug of `reference.compatibility` as an element, by id."""
@@ -152,3 +94,36 @@ def row_id(members: tuple[str, ...] | list[str]) -> str:
 def quality_members(members: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """The members that change the samples (the exact ones removed): whose quality it inherits."""
     return tuple(m for m in ordered(members) if not element(m).exact)
+
+
+class IncompatibleStack(ValueError):
+    """A stack the compatibility matrix refuses; ``str(exc)`` is the matrix's one line."""
+
+    def __init__(self, pair: tuple[str, str], reason: str, line: str) -> None:
+        super().__init__(line)
+        self.pair, self.reason, self.line = pair, reason, line
+
+
+def check(members: Sequence[str]) -> None:
+    """Refuse an impossible stack before any model is loaded.
+
+    ``KeyError`` for an unknown element, ``ValueError`` for a repeated one or a runtime element
+    (it owns the whole loop), `IncompatibleStack` with the matrix's line for a refused pair."""
+    ids = [element(m).id for m in members]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"stack {'+'.join(ids)}: an element appears twice")
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            v = verdict(ELEMENTS[a].slug, ELEMENTS[b].slug)
+            if not v.compatible:
+                assert v.reason is not None and v.line is not None
+                raise IncompatibleStack((a, b), v.reason, v.line)
+            clash = ELEMENTS[a].writes & ELEMENTS[b].writes
+            if clash:  # the matrix must never allow this (tests/test_stacking_matrix.py)
+                raise ValueError(f"{a} and {b} both write the {sorted(clash)[0]} slot")
+    for m in ids:
+        if ELEMENTS[m].owns_loop:
+            raise ValueError(
+                f"{ELEMENTS[m].slug} owns the whole sampling loop; run python -m "
+                f"reference.{ELEMENTS[m].slug.replace('-', '_')} on its own"
+            )

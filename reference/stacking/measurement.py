@@ -9,6 +9,9 @@ from .rows import BUDGETS, fastest_within, frontier, matrices, row, speedup_of
 from .stats import Term, speedup_product
 from .study import EXACT_TOL, Study
 
+REAL_DRAWS = 50
+"""Class-balanced draws of held-out real digits behind the ``real`` row."""
+
 
 def _aims(study: Study, rows: dict[str, Any], head: str | None) -> list[Any]:
     from reference.harness import aim
@@ -64,13 +67,15 @@ def _headline(study: Study, rows: dict[str, Any], head: str | None) -> Any:
 
 
 def _notes(study: Study, rows: dict[str, Any], wall_s: float) -> list[Any]:
-    from reference.harness import note, quality_note
+    from reference.harness import note
     from reference.harness.cost import latency_note
 
     cfg = study.cfg
     exact = [r.values["max_abs_vs_parent"] for r in rows.values() if r.config.get("quality_of")]
     out = [
-        quality_note(cfg.n, cfg.seeds),
+        note("quality-protocol", n=cfg.n, seeds=len(cfg.seeds), draws=REAL_DRAWS),
+        note("held-out-reference"),
+        note("clipped-ode"),
         latency_note(cfg.repeats, cfg.latency_batch),
         note("exact-inherit", tol=EXACT_TOL, max_abs=max(exact, default=0.0), rows=len(exact)),
         note("greedy-rule", budget=cfg.budget, floor=1.01),
@@ -84,7 +89,8 @@ def _notes(study: Study, rows: dict[str, Any], wall_s: float) -> list[Any]:
 
 def measurement(study: Study, wall_s: float) -> Any:
     """Rows, settings (matrices, frontier, greedy path), headline, aims and notes."""
-    from reference.harness import Measurement, Metric, metrics, real_reference_row, settings_of
+    from reference.harness import Measurement, Metric, metrics, settings_of
+    from reference.harness.scores import real_row
 
     rows = {k: row(study, c) for k, c in study.configs.items()}
     head = fastest_within(rows, study.cfg.budget)
@@ -118,7 +124,7 @@ def measurement(study: Study, wall_s: float) -> Any:
             control_latency_ratio=Metric("", "higher"),
             max_abs_vs_parent=Metric("", "lower"),
         ),
-        rows=[*rows.values(), real_reference_row(cfg.n)],
+        rows=[*rows.values(), real_row(cfg.n, REAL_DRAWS).as_row("fd_digits", "kid_digits")],
         headline=_headline(study, rows, head),
         aims=_aims(study, rows, head),
         notes=_notes(study, rows, wall_s),

@@ -11,8 +11,9 @@ Protocol (the harness's rules, `reference.harness`)
    controls) in **one** comparison: ``repeats`` rounds, each calling every function once in an
    order rotated per round, so an interaction factor's four medians come from the same rounds.
 3. **Quality.** Each configuration that changes the samples is scored on ``seeds`` (paired: the
-   same noise and labels for all) at ``n`` samples (FDD, KID, accuracy, diversity). The exact
-   ones inherit their parent's per-seed values.
+   same noise and labels for all) at ``n`` class-balanced samples against the reference half of
+   the held-out digits (`reference.harness.scores.held_out_score`: FDD, class-weighted KID,
+   accuracy, diversity). The exact ones inherit their parent's per-seed values.
 4. **Greedy.** From the empty stack, each stage adds the compatible element with the best gain
    (`reference.stacking.stats.gain`) among the candidates whose FDD ratio stays within the
    budget; stages 1-2 reuse phase 1, later stages are timed in a comparison of their own (with
@@ -32,11 +33,12 @@ import torch
 
 from reference.compatibility import verdict
 
-from .compose import DiffusersSampler, Models, Pipeline, compose
+from .compose import compose
 from .elements import ELEMENTS, element, ordered, quality_members, row_id
+from .pipeline import DiffusersSampler, Models, Pipeline
 
 if TYPE_CHECKING:
-    from .bench import Config
+    from .settings import Config
 
 EXACT_TOL = 1e-3
 """Largest pixel deviation (images in [-1, 1]) an exact element may cause. Fusion and leaf
@@ -168,7 +170,8 @@ def time_rounds(study: Study, configs: list[Configuration], bar: Callable[..., A
 
 def score(study: Study, configs: list[Configuration], bar: Callable[..., Any]) -> None:
     """Step 3: paired quality over seeds; exact configurations inherit their parent's values."""
-    from reference.harness import SeedTable, over_seeds, quality_report
+    from reference.harness import SeedTable, over_seeds
+    from reference.harness.scores import held_out_score
 
     cfg = study.cfg
     if study.table is None:
@@ -179,8 +182,8 @@ def score(study: Study, configs: list[Configuration], bar: Callable[..., Any]) -
         def run(seed: int, c: Configuration = c) -> torch.Tensor:
             return c.pipeline.run(study.models, *_inputs(cfg, c, cfg.n, seed), seed)
 
-        labels = _inputs(cfg, c, cfg.n, 0)[1]
-        sub = over_seeds({c.id: run}, lambda k, x, same, y=labels: quality_report(x, y), cfg.seeds)
+        scorer = held_out_score(cfg.n)
+        sub = over_seeds({c.id: run}, lambda k, x, same, f=scorer: f(x, same), cfg.seeds)
         study.table.values[c.id] = sub.values[c.id]
     for c in configs:
         if c.quality_of is not None:
