@@ -1,5 +1,6 @@
-"""``python -m reference.consistency_latent_diffusion``: the shared technique command line."""
+"""``python -m reference.consistency_latent_diffusion``: the shared technique command line
+(``--help``)."""
 
-from reference.harness.cli import main
+from reference.harness.entry import main
 
 main(__package__)
