@@ -1,8 +1,10 @@
-"""reference.consistency_latent_diffusion: boundary scalings, grids, solver, sampler (diffusers)."""
+"""reference.consistency_latent_diffusion: boundary scalings, grids, solver, sampler (diffusers),
+the latent teacher on the harness's ODE, and the benchmark's declared comparison."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 import torch
@@ -23,7 +25,8 @@ from reference.consistency_latent_diffusion import (
     sampling_timesteps,
     skipping_timesteps,
 )
-from reference.consistency_latent_diffusion.bench import FULL
+from reference.consistency_latent_diffusion.bench import FULL, QUICK
+from reference.consistency_latent_diffusion.latent_ode import baseline_grid, solve_latent
 from reference.harness import (
     LATENT_SHAPE,
     count_nfe,
@@ -136,39 +139,122 @@ def test_ema_update_is_a_lerp_towards_the_online_weights() -> None:
     torch.testing.assert_close(target.weight, 0.95 * before + 0.05 * online.weight.detach())
 
 
+def point_mass_eps(c: torch.Tensor) -> Any:
+    """The exact noise prediction of data that is the single latent ``c``: x̂₀ = c at every t."""
+
+    def eps(z: torch.Tensor, t: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        abar = acp()[t.long()].view(-1, 1, 1, 1)
+        return (z - abar.sqrt() * c) / (1 - abar).sqrt()
+
+    return eps
+
+
+def test_the_baseline_grid_is_the_harness_rule_capped_at_979() -> None:
+    from reference.harness import ode
+
+    grid = baseline_grid(50)
+    assert len(grid) == 50 and grid[0] == MAX_TIMESTEP and grid[-1] == 19
+    assert grid == sorted(set(grid), reverse=True)  # distinct and decreasing
+    # the harness's own trailing rule, on 980 timesteps instead of 1000
+    assert grid == ode.grid(50, MAX_TIMESTEP + 1).tolist()
+    assert baseline_grid(49) == skipping_timesteps()[::-1].tolist()  # the distillation grid
+
+
+def test_latent_ddim_is_the_harness_solver_without_clipping() -> None:
+    from reference.harness import ode
+
+    noise, labels = make_noise(4, 3, LATENT_SHAPE), torch.tensor([0, 1, 2, 10])
+    theirs = ode.solve(toy_eps, noise, steps=10, labels=labels, clip=False)
+    ours = solve_latent(toy_eps, noise, labels, ode.grid(10).tolist())
+    # the same operations in the same order on the same grid: equal to float32 rounding
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("sampler", ["ddim", "dpmpp2m"])
+@pytest.mark.parametrize("steps", [1, 2, 4])
+def test_latent_samplers_return_the_data_point_of_an_exact_denoiser(
+    sampler: str, steps: int
+) -> None:
+    c = 2.5 * torch.randn((1, *LATENT_SHAPE), generator=torch.Generator().manual_seed(0))
+    noise, labels = make_noise(3, 1, LATENT_SHAPE), torch.tensor([1, 2, 3])
+    z0 = solve_latent(point_mass_eps(c), noise, labels, sampling_timesteps(steps), sampler)
+    # every x̂₀ is c, so every step of the ODE lands on the line through c; the last one is c
+    # itself, up to float32 rounding of ε = (z - √ᾱ c)/√(1-ᾱ) and back (√ᾱ_979 = 0.031: ~1e-5)
+    torch.testing.assert_close(z0, c.expand_as(noise), rtol=1e-4, atol=1e-4)
+
+
+def test_latent_solver_refuses_unknown_samplers_and_unordered_timesteps() -> None:
+    z, y = make_noise(1, 0, LATENT_SHAPE), torch.tensor([0])
+    with pytest.raises(ValueError, match="unknown latent sampler 'euler'"):
+        solve_latent(toy_eps, z, y, [979], "euler")
+    with pytest.raises(ValueError, match="distinct and decreasing"):
+        solve_latent(toy_eps, z, y, [499, 979])
+
+
 @pytest.mark.parametrize(
-    "change, message",
+    ("args", "message"),
     [
-        ({"cm_steps": (0,)}, r"--cm-steps must be in \[1, 49\]"),
-        ({"control_steps": (50,)}, r"--control-steps must be in \[1, 49\]"),
-        ({"n": 3}, "--n must be >= 10, got 3"),
-        ({"warmup": -1}, "--warmup must be >= 0, got -1"),
-        ({"cm_steps": (1, 4)}, "--headline-steps 2 is not one of --cm-steps"),
+        (["--steps", "0"], "--steps"),
+        (["--steps", "50"], "--steps"),  # the consistency grid has 49 timesteps
+        (["--steps", "1,2", "--headline-steps", "4"], "--headline-steps 4 is not one of"),
+        (["--n-quality", "150"], "--n-quality"),  # more than the held-out real half offers
+        (["--n-quality", "25"], "multiple of 10"),  # class-balanced samples
+        (["--seeds", "3"], "--seeds"),  # one seed has no interval
+        (["--warmup", "-1"], "--warmup"),
     ],
 )
-def test_bad_options_fail_with_one_line_naming_the_option(change: dict, message: str) -> None:
-    cfg = dataclasses.replace(FULL, **change)
-    with pytest.raises(ValueError, match=message) as exc:
-        cfg.validate()
-    assert "\n" not in str(exc.value)
+def test_bad_options_are_one_line_before_any_model_loads(
+    args: list[str], message: str, refused_in_one_line: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reference.consistency_latent_diffusion import bench
+
+    monkeypatch.setattr(bench, "_models", lambda: pytest.fail("a model was loaded"))
+    assert message in refused_in_one_line("reference.consistency_latent_diffusion", args)
 
 
-def test_full_run_measures_paired_seeds_at_the_shared_sample_size() -> None:
-    from reference.harness.seeds import N_QUALITY, SEEDS
+def test_full_run_measures_the_held_out_size_on_five_paired_seeds() -> None:
+    from reference.harness.scores import MAX_REAL_N
 
-    assert FULL.n == N_QUALITY and FULL.seeds == SEEDS
+    assert FULL.n_quality == 140 <= MAX_REAL_N and len(FULL.seeds) == 5
     assert FULL.repeats >= 15 and FULL.warmup >= 1
+    assert FULL.headline_steps == 4 and FULL.steps == (1, 2, 4)
+
+
+def toy_models() -> Any:
+    from reference.consistency_latent_diffusion.bench import Models
+
+    return Models(toy_eps, toy_eps, lambda z: z.reshape(z.shape[0], 1, 8, 8))
+
+
+def test_every_kept_step_count_has_its_control_and_its_aim() -> None:
+    from reference.consistency_latent_diffusion.bench import comparison
+
+    c = comparison(dataclasses.replace(QUICK, steps=(1, 2, 4)), toy_models())
+    roles = {v.id: v.role for v in c.variants}
+    assert roles == {
+        "ddim50": "baseline",
+        **{f"cm{n}": "technique" for n in (1, 2, 4)},
+        **{f"dpm{n}": "control" for n in (1, 2, 4)},
+    }
+    beats = [(a.row, a.against, a.comparison, a.target) for a in c.aims if a.id == "beats-control"]
+    assert beats == [(f"cm{n}", f"dpm{n}", "<", 1.0) for n in (1, 2, 4)]
+    quality = next(a for a in c.aims if a.id == "quality")
+    assert (quality.row, quality.against, quality.target) == ("cm4", "ddim50", 1.1)
+    assert c.headline.row == "cm4" and c.headline.quality == "fd_digits"
 
 
 def test_the_stochastic_sampler_is_paired_by_the_quality_seed() -> None:
-    """The consistency row's re-noising follows the seed it is sampled on (pairing)."""
-    from reference.consistency_latent_diffusion.bench import make_runs
+    """The consistency row's re-noising follows the seed it is sampled on (pairing), and each
+    row counts its network calls while sampling."""
+    from reference.consistency_latent_diffusion.bench import comparison
 
-    runs = make_runs(dataclasses.replace(FULL, cm_steps=(2,), control_steps=(2,)), toy_eps, toy_eps)
-    noise, labels = make_noise(3, 0, (4, 4, 4)), torch.tensor([1, 2, 3])
-    same = [runs(noise, labels, seed, lambda k, f: f)["cm2"]() for seed in (5, 5, 6)]
-    torch.testing.assert_close(same[0], same[1])
-    assert not torch.allclose(same[0], same[2])
+    c = comparison(dataclasses.replace(QUICK, steps=(2,), headline_steps=2), toy_models())
+    cm2, dpm2 = c.variant("cm2"), c.variant("dpm2")
+    (a, nfe), (b, _), (other, _) = (cm2.sample(seed) for seed in (5, 5, 6))
+    torch.testing.assert_close(a, b)
+    assert not torch.allclose(a, other)
+    assert nfe == {"nfe": 2.0} and dpm2.sample(5)[1] == {"nfe": 2.0}
+    assert c.variant("ddim50").sample(5)[1] == {"nfe": 50.0}
 
 
 @pytest.mark.slow
@@ -178,20 +264,29 @@ def test_quick_benchmark_judges_the_model_at_the_same_steps_with_a_counted_limit
     result = quick_result("consistency-latent-diffusion")
     rows = {r["id"]: r for r in result["rows"]}
     assert {r["role"] for r in rows.values()} == {"baseline", "technique", "control", "reference"}
-    assert rows["real"]["config"]["n"] == result["settings"]["n"]
-    for key in ("ddim50", "cm2", "dpm2"):
+    assert rows["real"]["config"]["n"] == result["settings"]["n_quality"]
+    for key in ("ddim50", "cm1", "cm4", "dpm1", "dpm4"):
         assert len(rows[key]["seeds"]["fd_digits"]) == len(result["settings"]["seeds"])
-        assert {"fd_digits", "kid_digits"} <= set(rows[key]["intervals"])
-    aims = {a["id"]: a for a in result["aims"]}
-    assert set(aims) == {"beats-control", "quality"}
-    assert aims["beats-control"]["target"] == 1.0 and aims["beats-control"]["comparison"] == "<"
-    assert (aims["beats-control"]["row"], aims["beats-control"]["against"]) == ("cm2", "dpm2")
-    assert all(a["interval"] is not None for a in aims.values())
+        assert {"fd_digits", "kid_digits", "accuracy", "speedup"} <= set(rows[key]["intervals"])
+    beats = [a for a in result["aims"] if a["id"] == "beats-control"]
+    assert [(a["row"], a["against"]) for a in beats] == [("cm1", "dpm1"), ("cm4", "dpm4")]
+    assert {a["id"] for a in result["aims"]} == {"beats-control", "quality"}
+    assert all(a["interval"] is not None for a in result["aims"])
     head = result["headline"]
     # the limit is the counted NFE ratio, not a figure from the run's medians
-    nfe = rows["ddim50"]["values"]["nfe"] / rows["cm2"]["values"]["nfe"]
-    assert head["limit_kind"] == "estimate" and head["speedup_limit"] == nfe == 25.0
-    assert head["quality_interval"] is not None
+    nfe = rows["ddim50"]["values"]["nfe"] / rows["cm4"]["values"]["nfe"]
+    assert head["row"] == "cm4" and head["limit_kind"] == "estimate"
+    assert head["speedup_limit"] == nfe == 12.5
+    assert head["quality_metric"] == "fd_digits" and head["quality_interval"] is not None
+    # the decoder stated apart: its own timing rounds, the denoise rows without quality
+    assert rows["decode"]["rounds"]["against"] == "decode"
+    assert rows["cm4-denoise"]["rounds"]["against"] == "ddim50-denoise"
+    assert "fd_digits" not in rows["cm4-denoise"]["values"]
     notes = {n["id"]: n["params"] for n in result["notes"]}
-    assert {"quality-protocol", "limits", "decoder-cost", "denoise-speedup"} <= set(notes)
+    assert {"quality-protocol", "limits", "decoder-cost", "denoise-speedup", "latent-grid"} <= set(
+        notes
+    )
     assert notes["decoder-cost"]["decode_mflops"] > 0 and notes["decoder-cost"]["unet_mflops"] > 0
+    assert notes["decoder-cost"]["decode_ms"] == rows["decode"]["values"]["latency_ms"]
+    assert notes["denoise-speedup"]["speedup"] == rows["cm4-denoise"]["values"]["speedup"]
+    assert notes["latent-grid"]["gain"] > 600  # √(ᾱ_979 / ᾱ_999) on the zoo's schedule

@@ -210,9 +210,9 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             rows=True,
         ),
     ),
-    # reference/consistency_latent_diffusion/bench.py: _figures (bar chart of FDD)
+    # reference/consistency_latent_diffusion/figures.py: fdd_bars (bar chart of FDD)
     ("consistency-latent-diffusion", "fdd-bars"): (
-        Dots(("fd_digits",), ("ddim50", "cm1", "cm2", "cm4", "dpm2", "dpm4")),
+        Dots(("fd_digits",), ("ddim50", "cm1", "cm2", "cm4", "dpm1", "dpm2", "dpm4")),
     ),
     # reference/conv_fusion: the fused network's speedup against the batch, with its limit
     ("conv-fusion", "speedup-vs-batch"): (
@@ -526,7 +526,7 @@ SAMPLE_ROWS: dict[str, Grid] = {
     # GRID_ROWS of reference/accelerate_method/bench.py
     "accelerate-method": Grid(lambda r: ["base", "newton", "reuse", "ddim-same"]),
     "classifier-guidance": Grid(_guidance_rows),
-    # _figures of reference/consistency_latent_diffusion/bench.py: ddim50, cm<h>, dpm<h>
+    # measure() of reference/consistency_latent_diffusion/bench.py: ddim50, cm<h>, dpm<h>
     "consistency-latent-diffusion": Grid(
         partial(_few_step_rows, base="ddim50", technique="consistency", control="dpm-solver-pp")
     ),
