@@ -160,6 +160,28 @@ def test_the_baseline_grid_is_the_harness_rule_capped_at_979() -> None:
     assert baseline_grid(49) == skipping_timesteps()[::-1].tolist()  # the distillation grid
 
 
+def test_an_unclipped_first_step_from_999_magnifies_the_noise_error_630_fold() -> None:
+    """Why the latent grid starts at 979: on the harness's trailing grid (first step 999 -> 979)
+    an error of the predicted noise passes through the unclipped DDIM step multiplied by about
+    √(ᾱ_979 / ᾱ_999); from 979 on, the first step does not magnify it."""
+    from reference.harness import ode
+
+    a = ode.schedule().alphas_cumprod
+    z, delta = torch.randn((2, *LATENT_SHAPE), generator=torch.Generator().manual_seed(0)), 1e-3
+
+    def step_change(t: int, s: int) -> float:
+        def one_step(eps: torch.Tensor) -> torch.Tensor:
+            return ode.ddim_step(z, ode.clipped_x0(z, eps, a[t], clip=False), a[t], a[s])
+
+        return float((one_step(z + delta) - one_step(z)).abs().mean() / delta)
+
+    gain = float((a[979] / a[999]).sqrt())
+    assert 600 < gain < 700
+    # float32: z and the step's terms are O(600), their difference carries ~1e-4 of rounding
+    assert step_change(999, 979) == pytest.approx(gain - 1, rel=0.01)
+    assert step_change(979, 959) < 2.0
+
+
 def test_latent_ddim_is_the_harness_solver_without_clipping() -> None:
     from reference.harness import ode
 
