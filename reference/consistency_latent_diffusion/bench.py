@@ -146,8 +146,8 @@ class Models:
 
 
 def samplers(steps: tuple[int, ...]) -> dict[str, tuple[dict[str, Any], str, str, Latents]]:
-    """``id -> (config, role, network, sampler)``: DDIM-50, then per step count ``n`` the
-    consistency model (``cm<n>``) and the teacher's DPM-Solver++ on the same timesteps."""
+    """``id -> (config, role, network, sampler)``: DDIM-50, the consistency model at each step
+    count ``n`` (``cm<n>``), then the teacher's DPM-Solver++ on the same timesteps (``dpm<n>``)."""
     from reference.zoo import teacher_scheduler
 
     from .core import consistency_sample
@@ -163,13 +163,14 @@ def samplers(steps: tuple[int, ...]) -> dict[str, tuple[dict[str, Any], str, str
         )
     }
     for n in steps:
-        taus = sampling_timesteps(n)
         out[f"cm{n}"] = (
             {"method": "consistency", "steps": n},
             "technique",
             "cm",
             lambda eps, z, y, seed, n=n: consistency_sample(eps, z, y, acp, n, seed=seed),
         )
+    for n in steps:
+        taus = sampling_timesteps(n)
         out[f"dpm{n}"] = (
             {"method": "dpm-solver-pp", "steps": n},
             "control",
