@@ -43,6 +43,7 @@ PORTED = (
     "async-pipeline",
     "stochastic-reparameterization",
     "consistency-latent-diffusion",
+    "timestep-distillation",
 )
 """Benchmarks ported to the declared comparison (contract 2); the others still run on 1."""
 

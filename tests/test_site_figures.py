@@ -51,7 +51,7 @@ CAPTION_ORDER = {
     "mixture-of-experts": ("dense FFN", "wide dense FFN", "sparse MoE", "timestep experts"),
     "pruning": ("the teacher", "fine-tuned", "from scratch"),
     "scheduler-tradeoff": ("DDPM", "DDIM", "DPM-Solver++(2M)", "UniPC", "Euler"),
-    "timestep-distillation": ("64 steps", "headline student", "student's timesteps"),
+    "timestep-distillation": ("DDIM with 50", "headline student", "student's timesteps"),
 }
 # What each caption phrase is, in the result's rows: its configuration's method.
 CAPTION_METHOD = {
@@ -67,7 +67,7 @@ CAPTION_METHOD = {
     "mixture-of-experts": ("dense-ffn", "dense-ffn-wide", "sparse-moe", "timestep-experts"),
     "pruning": ("teacher", "pruned-finetuned", "pruned-scratch"),
     "scheduler-tradeoff": ("ddpm", "ddim", "dpmpp2m", "unipc", "euler"),
-    "timestep-distillation": ("teacher-ddim", "student", "teacher-grid-ddim"),
+    "timestep-distillation": ("ddim", "student", "teacher-grid-ddim"),
 }
 
 HEADLINE_SECOND = {

@@ -1,9 +1,11 @@
-"""reference.timestep_distillation: the DDIM target vs diffusers, the grids, the student sampler."""
+"""reference.timestep_distillation: the DDIM target vs diffusers, the grids, the student sampler,
+the benchmark's samplers (the teacher on the clipped ODE) and its declared comparison."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -23,7 +25,6 @@ from reference.timestep_distillation import (
     two_ddim_steps,
     x_target,
 )
-from reference.timestep_distillation.bench import FULL
 from reference.zoo.specs import SPECS
 
 
@@ -154,69 +155,185 @@ def test_eps_to_x0_inverts_the_forward_process() -> None:
     torch.testing.assert_close(eps_to_x0(a * x0 + s * eps, eps, a, s), x0, rtol=1e-4, atol=1e-4)
 
 
+class ToyNet(torch.nn.Module):
+    """A network with the zoo's call signature and a cheap epsilon (`toy_eps`), no weights."""
+
+    def forward(self, x, t, class_labels=None, return_dict=True):  # type: ignore[no-untyped-def]
+        return (toy_eps(x, t, class_labels),)
+
+
+def test_teacher_on_the_trailing_grid_is_the_harness_ddim() -> None:
+    """Oracle: on the harness's trailing grid, `teacher_on_grid` is `ode.solve`'s DDIM."""
+    from reference.harness import ode
+    from reference.timestep_distillation.samplers import teacher_on_grid
+
+    noise, labels = make_noise(4, 3), torch.tensor([0, 3, 7, 10])
+    for steps in (1, 4, 50):
+        ours = teacher_on_grid(toy_eps, noise, ode.grid(steps).tolist(), labels)
+        theirs = ode.solve(toy_eps, noise, steps=steps, labels=labels)
+        # the same float32 operations in the same order: equal up to rounding, far below the
+        # 1e-3 distances the benchmark's samplers differ by
+        torch.testing.assert_close(ours, theirs, rtol=0.0, atol=1e-6)
+
+
+def test_the_students_sampler_is_the_clipped_ode_where_nothing_is_clipped() -> None:
+    """(4) of `samplers` equals (3) when x̂₀ stays inside [-1, 1], and differs when it is clipped
+    (the raw ε against the ε consistent with the clipped x̂₀)."""
+    from reference.timestep_distillation.samplers import nested_ddim, student_sample
+
+    acp = zoo.teacher_scheduler().alphas_cumprod
+    target = 0.5 * torch.tanh(torch.linspace(-2, 2, 256)).view(1, 1, 16, 16)
+
+    def exact(z: torch.Tensor, t: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        abar = acp[t.long()].view(-1, 1, 1, 1)  # the ε whose x̂₀ is ``target`` exactly
+        return (z - abar.sqrt() * target) / (1 - abar).sqrt()
+
+    noise, labels = make_noise(3, 1), torch.tensor([1, 2, 3])
+    for steps in (8, 4, 2):
+        student = student_sample(exact, noise, labels, steps)
+        ode_step = nested_ddim(exact, noise, labels, steps)
+        # x̂₀ = target in every step, so both land on it; float32 rounding of the divisions by
+        # √ᾱ (≥ 0.084) stays below 1e-4
+        torch.testing.assert_close(student, ode_step, rtol=0.0, atol=1e-4)
+        torch.testing.assert_close(student, target.expand_as(student), rtol=0.0, atol=1e-4)
+    clipped = student_sample(toy_eps, noise, labels, 4), nested_ddim(toy_eps, noise, labels, 4)
+    assert (clipped[0] - clipped[1]).abs().max() > 0.1
+
+
+@pytest.fixture(scope="module")
+def bench() -> Any:
+    from reference.timestep_distillation import bench
+
+    return bench
+
+
+def test_every_row_counts_its_network_evaluations_on_its_own_grid(bench: Any) -> None:
+    cfg = dataclasses.replace(bench.QUICK, steps=(8, 4, 2), n_quality=20)
+    net = ToyNet()
+    rows = bench.variants(cfg, net, {n: net for n in cfg.steps})
+    ids = [v.id for v in rows]
+    assert ids == [
+        "ddim50",
+        *(f"{kind}{n}" for n in (8, 4, 2) for kind in ("student", "teacher", "ddim")),
+        "teacher64",
+    ]
+    roles = {v.id: v.role for v in rows}
+    assert roles["ddim50"] == "baseline" and roles["teacher64"] == "reference"
+    assert {roles[f"student{n}"] for n in (8, 4, 2)} == {"technique"}
+    assert {roles[f"teacher{n}"] for n in (8, 4, 2)} == {"control"}
+    timed = {v.id for v in rows if v.timed is not None}
+    assert timed == {
+        "ddim50",
+        "student8",
+        "student4",
+        "student2",
+        "teacher8",
+        "teacher4",
+        "teacher2",
+    }
+    for v in rows:
+        x, counted = v.sample(0)
+        assert counted == {"nfe": float(v.config["steps"])} and x.shape == (20, 1, 16, 16)
+        assert x.abs().max() <= 1.0
+    # paired and deterministic: a seed's noise is all the randomness of a row
+    student = rows[ids.index("student4")]
+    assert torch.equal(student.sample(0)[0], student.sample(0)[0])
+    assert not torch.equal(student.sample(0)[0], student.sample(1)[0])
+
+
+def test_the_claims_are_judged_on_paired_ratios(bench: Any) -> None:
+    from reference.harness.compare import judge
+    from reference.harness.seeds import SeedTable
+
+    cfg = dataclasses.replace(bench.FULL, steps=(4, 2))
+    q = SeedTable((0, 1, 2))
+    # per seed: both students beat their controls; the 4-step one is within 10% of the
+    # baseline on every seed, the spread of its ratio keeps the interval below 1.1
+    for base, s4, t4, s2, t2 in [(9.0, 9.5, 16.0, 12.0, 30.0), (9.4, 9.9, 17.0, 13.0, 33.0),
+                                 (8.8, 9.2, 15.5, 12.4, 31.0)]:  # fmt: skip
+        for key, fd in (("ddim50", base), ("student4", s4), ("teacher4", t4),
+                        ("student2", s2), ("teacher2", t2)):  # fmt: skip
+            q.add(key, {"fd_digits": fd})
+    judged = [judge(a, q, None, {}) for a in bench.aims(cfg)]
+    assert [(a.id, a.row, a.against, a.params) for a in judged] == [
+        ("beats-control", "student4", "teacher4", {"steps": 4}),
+        ("beats-control", "student2", "teacher2", {"steps": 2}),
+        ("quality", "student4", "ddim50", {"steps": 4, "base_steps": 50}),
+    ]
+    assert [a.state for a in judged] == ["met", "met", "met"]
+    ratio = math.exp(sum(math.log(s / b) for s, b in [(9.5, 9.0), (9.9, 9.4), (9.2, 8.8)]) / 3)
+    assert judged[2].measured == pytest.approx(ratio, rel=1e-12)  # (3) of compare, exact math
+
+
 @pytest.mark.parametrize(
-    "change, message",
+    ("args", "message"),
     [
-        ({"steps": (3,)}, "--steps must be distilled student steps"),
-        ({"n": 2}, "--n must be >= 10, got 2"),
-        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
-        ({"steps": (8, 2)}, "--headline-steps 4 is not one of --steps"),
+        (["--steps", "3"], "--steps must be distilled student steps"),
+        (["--steps", "8,2"], "--headline-steps 4 is not one of --steps"),
+        (["--n-quality", "150"], "--n-quality"),  # more than the held-out real half offers
+        (["--n-quality", "25"], "multiple of 10"),  # class-balanced samples
+        (["--seeds", "0"], "--seeds"),
+        (["--repeats", "0"], "--repeats"),
     ],
 )
-def test_bad_options_fail_with_one_line_naming_the_option(change: dict, message: str) -> None:
-    cfg = dataclasses.replace(FULL, **change)
-    with pytest.raises(ValueError, match=message) as exc:
-        cfg.validate()
-    assert "\n" not in str(exc.value)
+def test_bad_options_are_one_line_before_any_model_loads(
+    args: list[str],
+    message: str,
+    refused_in_one_line: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    bench: Any,
+) -> None:
+    monkeypatch.setattr(bench, "_measured", lambda cfg: pytest.fail("the benchmark started"))
+    assert message in refused_in_one_line("reference.timestep_distillation", args)
 
 
-def test_full_run_measures_paired_seeds_at_the_shared_sample_size() -> None:
-    from reference.harness.seeds import N_QUALITY, SEEDS
+def test_full_run_measures_the_held_out_sample_size_on_five_paired_seeds(bench: Any) -> None:
+    from reference.harness.scores import MAX_REAL_N
 
-    assert FULL.n == N_QUALITY and FULL.seeds == SEEDS
-    assert FULL.repeats >= 15 and FULL.warmup >= 1
-    with pytest.raises(ValueError, match="--seeds"):
-        dataclasses.replace(FULL, seeds=(3,)).validate()
+    full = bench.FULL
+    assert full.n_quality == 140 <= MAX_REAL_N and full.seeds == (0, 1, 2, 3, 4)
+    assert full.repeats >= 15 and full.warmup >= 1
+    assert full.steps == (8, 4, 2) and full.headline_steps == 4
+    assert bench.BASELINE == "ddim50" and bench.RUNS["ddim"].__name__ == "trailing_ddim"
 
 
 @pytest.mark.slow
-def test_quick_benchmark_judges_students_against_the_teacher_at_the_same_steps(
-    quick_result,
+def test_quick_result_judges_students_against_the_teacher_at_the_same_steps(
+    quick_result: Any,
 ) -> None:
+    from reference.harness.integrity import check_result
+
     result = quick_result("timestep-distillation")
+    assert check_result(result, "timestep-distillation") == []
     rows = {r["id"]: r for r in result["rows"]}
-    assert {r["role"] for r in rows.values()} == {"baseline", "technique", "control", "reference"}
-    assert rows["real"]["config"]["n"] == result["settings"]["n"]
+    assert [r["id"] for r in result["rows"]] == [
+        "ddim50", "student4", "teacher4", "ddim4", "teacher64", "real"
+    ]  # fmt: skip
+    assert rows["real"]["config"]["n"] == result["settings"]["n_quality"]
     seeds = result["settings"]["seeds"]
-    for key in ("teacher64", "student4", "teacher4", "diffusers"):
+    for key in ("ddim50", "student4", "teacher4", "ddim4", "teacher64"):
         assert len(rows[key]["seeds"]["fd_digits"]) == len(seeds)
-        timed = {"speedup"} if key != "teacher64" else set()
-        assert {"fd_digits", "kid_digits", *timed} <= set(rows[key]["intervals"])
-    # aims: the student against the teacher at the same steps and at 64 steps; no speed aim
+        assert rows[key]["values"]["nfe"] == rows[key]["config"]["steps"]  # counted
+    for key in ("student4", "teacher4"):
+        assert {"speedup", "fd_digits", "kid_digits"} <= set(rows[key]["intervals"])
+    assert "latency_ms" not in rows["teacher64"]["values"]  # sampled, not timed
     aims = {a["id"]: a for a in result["aims"]}
-    assert set(aims) == {"beats-control", "quality"}
-    assert aims["beats-control"]["comparison"] == "<" and aims["beats-control"]["target"] == 1.0
     assert (aims["beats-control"]["row"], aims["beats-control"]["against"]) == (
         "student4",
         "teacher4",
     )
-    assert aims["quality"]["against"] == "teacher64"
-    for a in aims.values():
-        assert a["interval"] is not None and a["interval"][0] <= a["measured"] <= a["interval"][1]
+    assert aims["quality"]["against"] == "ddim50" and aims["quality"]["target"] == 1.1
     student, teacher = (rows[k]["seeds"]["fd_digits"] for k in ("student4", "teacher4"))
     logs = [math.log(a / b) for a, b in zip(student, teacher, strict=True)]
-    geo = math.exp(sum(logs) / len(logs))  # the geometric mean of the per-seed ratios
-    assert aims["beats-control"]["measured"] == pytest.approx(geo, rel=1e-9)
-    # the limit is the counted NFE ratio, an estimate; the speed facts are a note
+    # the geometric mean of the per-seed ratios, (3) of compare; float64 throughout
+    assert aims["beats-control"]["measured"] == pytest.approx(
+        math.exp(sum(logs) / len(logs)), rel=1e-9
+    )
     head = result["headline"]
     assert head["row"] == "student4" and head["limit_kind"] == "estimate"
-    assert (
-        head["speedup_limit"]
-        == rows["teacher64"]["values"]["nfe"] / rows["student4"]["values"]["nfe"]
-    )
-    assert head["quality_interval"] is not None
+    assert head["speedup_limit"] == 50 / 4  # (3) of the bench: counted NFE ratio
     notes = {n["id"]: n["params"] for n in result["notes"]}
-    assert {"quality-protocol", "latency-protocol", "same-architecture"} <= set(notes)
-    assert "fdd-at-n" not in notes
+    assert {"quality-protocol", "held-out-reference", "latency-protocol", "samplers"} <= set(notes)
     same = notes["same-architecture"]
     assert same["same_lo"] <= same["same_hi"] and same["nfe_ratio"] == head["speedup_limit"]
+    assert notes["samplers"]["start"] == 945 and notes["samplers"]["trailing_start"] == 999

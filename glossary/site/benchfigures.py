@@ -443,7 +443,8 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
         )
         for values, name in (("eps_mse", "eps"), ("x0_mse", "x0"))
     ),
-    # reference/timestep_distillation/bench.py: _curve (students and teacher, same timesteps)
+    # reference/timestep_distillation/figures.py: quality_curve (students, the teacher on the
+    # same timesteps and on trailing ones; the baseline and the 64-step nested grid as points)
     ("timestep-distillation", "quality-vs-steps"): (
         Curves(
             "fd_digits",
@@ -451,6 +452,8 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             (
                 Series(("student2", "student4", "student8"), "chart.series-student"),
                 Series(("teacher2", "teacher4", "teacher8"), "chart.series-teacher"),
+                Series(("ddim2", "ddim4", "ddim8"), "chart.series-ddim"),
+                Series(("ddim50",)),
                 Series(("teacher64",)),
             ),
             log_x=True,
@@ -538,10 +541,10 @@ SAMPLE_ROWS: dict[str, Grid] = {
     # save_figures of reference/pruning/measure.py: teacher / fine-tuned / scratch
     "pruning": Grid(lambda r: ["teacher", "finetuned", "scratch"]),
     "scheduler-tradeoff": Grid(_scheduler_rows),
-    # _figures of reference/timestep_distillation/bench.py: teacher, headline student, the
-    # teacher on the student's timesteps
+    # measure of reference/timestep_distillation/bench.py: the baseline, the headline student,
+    # the teacher on the student's timesteps
     "timestep-distillation": Grid(
-        partial(_few_step_rows, base="teacher64", technique="student", control="teacher-grid-ddim")
+        partial(_few_step_rows, base="ddim50", technique="student", control="teacher-grid-ddim")
     ),
 }
 
