@@ -1,46 +1,50 @@
 """Benchmark and demo of [`reference.conv_fusion`][reference.conv_fusion] (the technique contract of
-`reference.harness.cli`).
+`reference.harness.entry`: it declares a comparison, the harness measures).
 
-Rows: for the zoo classifier and a toy BatchNorm denoiser at each batch size, eager Conv-BN-ReLU
-(baseline), BN folded with the ReLU left as it was and the fx-fused Conv+ReLU (technique); at the
-headline batch, torch.compile of the unfused model with and without Inductor freezing (control)
-and of the fused one (technique); the zoo teacher U-Net eager (baseline) and with Q/K/V +
-GroupNorm-affine fusion (technique), and with every GroupNorm frozen (reference: why GroupNorm
-cannot be folded).
+Rows: for the zoo classifier and a toy BatchNorm denoiser at each batch size, the eager
+Conv-BN-ReLU network (the baseline of its batch: every other row of that batch is timed against
+it, ``Variant.against``), BN folded with the ReLU left as it was and the fx-fused Conv+ReLU
+(techniques), and the elementwise passes fusion removes and keeps, timed alone (reference rows,
+whose medians give the estimated limit, `reference.conv_fusion.measure` (3)); at the headline
+batch, torch.compile of the unfused network with and without Inductor freezing (controls) and of
+the fused one (technique); the zoo teacher U-Net eager (its own baseline) and with Q/K/V +
+GroupNorm-affine fusion (technique); and every GroupNorm of the teacher frozen on one input
+(reference rows, measured once: why GroupNorm cannot be folded).
+
+Quality is fidelity, not a distribution distance: fusion is an identity of the algebra, so every
+fused or compiled variant is scored by its deviation from the eager network of its batch on the
+same inputs, paired over seeds (`reference.conv_fusion.measure` (1)), and the aims ask that
+deviation to stay within float32 rounding of the network's depth and width ((2) there). The
+converged sampler solution of the harness (``rms_to_solution``) is not used: the classifier and
+the toy denoiser are not samplers, and for the U-Net it would measure the sampler's own error,
+the same for both rows.
+
+The headline is the denoiser at the headline batch; its limit is measured in the same rounds
+((3) there), an estimate, not a bound.
 """
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from reference.harness.cli import Option, at_least, int_tuple
-from reference.harness.cost import latency_note
-from reference.harness.results import (
-    Figure,
-    Headline,
-    Measurement,
-    Metric,
-    aim,
-    metrics,
-    note,
-    settings_of,
+from reference.harness.compare import (
+    Comparison,
+    HeadlineSpec,
+    Outcome,
+    QualityAim,
+    SpeedupAim,
+    outcome,
 )
+from reference.harness.entry import integer, integers, seeds, switch
+from reference.harness.results import Figure, Metric, metrics, settings_of
 
-from .measure import CompiledRun, run_all
-from .rows import compiled_rows, figure, sweep_rows, unet_rows
-from .unet import measure_unet
+from .measure import FIDELITY
 
-
-def flag(text: str) -> bool:
-    """``yes/no``, ``true/false``, ``1/0`` -> ``bool``."""
-    value = text.strip().lower()
-    if value in ("yes", "true", "1", "on"):
-        return True
-    if value in ("no", "false", "0", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected yes or no: {text!r}")
+CONTRACT = 2
+SLUG = "conv-fusion"
+MAX_BATCH = 1024
 
 
 @dataclass(frozen=True)
@@ -51,163 +55,171 @@ class Config:
     headline_batch: int = 32
     width: int = 32
     depth: int = 12
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     repeats: int = 50
     warmup: int = 5
     compile: bool = True
 
     def validate(self) -> None:
-        if not self.batches or min(self.batches) < 1:
-            raise ValueError(f"--batches must be >= 1, got {list(self.batches)}")
         if self.headline_batch not in self.batches:
             raise ValueError(
                 f"--headline-batch {self.headline_batch} is not one of --batches "
                 f"{list(self.batches)}"
             )
-        at_least(self, width=1, depth=3, repeats=1, warmup=0)
 
 
 FULL = Config()
-QUICK = Config(batches=(1, 8), headline_batch=8, repeats=3, warmup=1, compile=False)
-DEMO = Config(batches=(8, 32), headline_batch=32, repeats=10, compile=False)
+QUICK = Config(batches=(1, 8), headline_batch=8, seeds=(0, 1), repeats=3, warmup=1, compile=False)
+DEMO = Config(batches=(8, 32), headline_batch=32, seeds=(0, 1), repeats=10, compile=False)
 OPTIONS = (
-    Option("batches", int_tuple, "N,N,..."),
-    Option("headline_batch"),
-    Option("width"),
-    Option("depth"),
-    Option("repeats"),
-    Option("warmup"),
-    Option("compile", flag, "yes|no"),
+    integers("batches", low=1, high=MAX_BATCH),
+    integer("headline_batch", low=1, high=MAX_BATCH),
+    integer("width", low=1, high=256),
+    integer("depth", low=3, high=64),
+    seeds(),
+    integer("repeats", low=1, high=1000),
+    integer("warmup", low=0, high=100),
+    switch("compile"),
 )
 
 
-def _metrics() -> dict[str, Metric]:
-    return metrics(
-        "latency_ms",
-        "speedup",
-        "gflops",
-        max_abs_diff=Metric("", "lower"),
-        elementwise_mb=Metric("MB", "lower"),
-        speedup_limit=Metric("x", "higher"),
-        groupnorm_rel_error=Metric("", "lower"),
+def aims(hb: int, tolerance: dict[str, float]) -> tuple[Any, ...]:
+    """The speedup at the headline batch, and each network's fidelity (1) within (2)."""
+    from .rows import SPEEDUP_AIM
+
+    head, batch = f"denoiser-b{hb}", {"batch": hb}
+    return (
+        SpeedupAim("speedup", f"{head}-fused", f"{head}-eager", ">=", SPEEDUP_AIM, batch),
+        *(
+            QualityAim(f"fidelity-{net}", f"{net}-b{hb}-fused", None, FIDELITY, "<=",
+                       tolerance[net], kind="value", params=batch)
+            for net in ("classifier", "denoiser")
+        ),
+        QualityAim("fidelity-unet", "unet-fused", None, FIDELITY, "<=", tolerance["unet"],
+                   kind="value", params=batch),
+    )  # fmt: skip
+
+
+def comparison(cfg: Config, variants: list[Any], tolerance: dict[str, float]) -> Comparison:
+    """Every variant on the same seeds and in one interleaved timing; the denoiser at the
+    headline batch is the headline, its limit (3) measured in the same rounds."""
+    from .measure import limit
+
+    hb = cfg.headline_batch
+    return Comparison(
+        variants=tuple(variants),
+        metrics=metrics(
+            "latency_ms",
+            "speedup",
+            "gflops",
+            rel_rms_to_eager=Metric("", "lower"),
+            max_abs_diff=Metric("", "lower"),
+            elementwise_mb=Metric("MB", "lower"),
+            speedup_limit=Metric("x", "higher"),
+            groupnorm_rel_error=Metric("", "lower"),
+        ),
+        score=lambda samples, same_seed: {},  # every sampled variant brings its own (1)
+        seeds=cfg.seeds,
+        aims=aims(hb, tolerance),
+        headline=HeadlineSpec(
+            f"denoiser-b{hb}-fused",
+            limit=lambda m: limit(m.latency, f"denoiser-b{hb}"),
+            limit_kind="estimate",
+        ),
+        repeats=cfg.repeats,
+        warmup=cfg.warmup,
+        ranges={FIDELITY: (0.0, None), "max_abs_diff": (0.0, None)},
     )
 
 
-def _compile_notes(compiled: list[CompiledRun], cfg: Config) -> list:
-    if not cfg.compile:
-        return [note("compile-skipped")]
-    if any(c.status != "ok" for c in compiled):
-        return [note("compile-failed")]
-    by = {c.network: c.lat for c in compiled}
-    params: dict[str, float] = {"batch": cfg.headline_batch}
-    for net, short in (("classifier", "c"), ("denoiser", "d")):
-        lat = by[net]
-        for key, name in (("gain", "compile_fused"), ("freezing", "compile_freezing")):
-            lo, hi = lat.speedup_interval(name, against="compile")
-            params[f"{short}_{key}"] = lat.speedup_over(name, "compile")
-            params[f"{short}_{key}_lo"], params[f"{short}_{key}_hi"] = lo, hi
-    return [note("compiled-gain", **params)]
+def _declared(cfg: Config) -> tuple[Comparison, dict[str, Any]]:
+    """The comparison, and what the notes need beside it (library oracles, tolerances, the
+    U-Net's fused blocks, its GroupNorm counter-example, the compilation status)."""
+    from reference import zoo
+
+    from .measure import (
+        compiled_variants,
+        inputs,
+        library_agreement,
+        networks,
+        rounding_tolerance,
+        sweep_variants,
+        with_fidelity,
+    )
+    from .unet import unet_groupnorm_freeze_error, unet_variants
+
+    nets, teacher = networks(cfg), zoo.load_teacher()
+    variants = [v for k, m in nets.items() for b in cfg.batches for v in sweep_variants(k, m, b)]
+    status = "skipped"
+    if cfg.compile:
+        for k, m in nets.items():
+            more, status = compiled_variants(k, m, cfg.headline_batch)
+            variants += more
+            if status != "ok":
+                break
+    unet, blocks = unet_variants(teacher, cfg.headline_batch)
+    tolerance = {k: rounding_tolerance(m) for k, m in {**nets, "unet": teacher}.items()}
+    extra = {
+        "oracle": {k: library_agreement(m, inputs(k, 8, 0)) for k, m in nets.items()},
+        "tolerance": tolerance,
+        "blocks": blocks,
+        "groupnorm": unet_groupnorm_freeze_error(teacher),
+        "status": status,
+    }
+    return comparison(cfg, with_fidelity(variants + unet), tolerance), extra
 
 
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Measure the fusion; write the figure into ``out``."""
-    sweep, compiled, oracle = run_all(cfg)
-    unet = measure_unet(cfg.headline_batch, cfg)
-    head = next(r for r in sweep if r.network == "denoiser" and r.batch == cfg.headline_batch)
-    head_ci = head.lat.speedup_interval("fused")
-    figures = [Figure("conv-fusion.png", "speedup-vs-batch")]
-    figure(sweep, cfg, out / figures[0].file)
-    den = [r for r in sweep if r.network == "denoiser"]
-    c, d = oracle["classifier"], oracle["denoiser"]
-    g = unet.groupnorm
-    notes = [
-        latency_note(cfg.repeats, cfg.headline_batch),
-        note("toy-denoiser", width=cfg.width, depth=cfg.depth),
-        note("removed-work"),
-        note(
-            "exactness",
-            fused=max(r.max_diff for r in sweep),
-            library=max(max(v.values()) for v in oracle.values()),
-            unet=unet.max_diff,
-        ),
-        note(
-            "library-oracles",
-            c_weights=c["weights_vs_fuse_conv_bn_eval"],
-            c_ao=c["outputs_vs_fuse_modules"],
-            c_original=c["outputs_vs_original"],
-            d_weights=d["weights_vs_fuse_conv_bn_eval"],
-            d_ao=d["outputs_vs_fuse_modules"],
-            d_original=d["outputs_vs_original"],
-        ),
-        note("groupnorm-freeze", same=g.on_calibration_input, other=g.on_other_input),
-        note("unet-qkv", blocks=unet.blocks),
-        *_compile_notes(compiled, cfg),
-        *[note("denoiser-batch", batch=r.batch, speedup=r.speedup, limit=r.limit) for r in den],
-    ]
-    if head.speedup < 1.2:
-        notes.append(
-            note(
-                "speedup-gap",
-                batch=cfg.headline_batch,
-                speedup=head.speedup,
-                limit=head.limit,
-                removed=100 * head.removed_ms / head.eager_ms,
-            )
-        )
-    rows = [row for r in sweep for row in sweep_rows(r)]
-    rows += [row for cr in compiled for row in compiled_rows(cr)]
-    rows += unet_rows(unet, cfg.headline_batch)
-    return Measurement(
+def _measured(cfg: Config) -> tuple[Any, dict[str, float], dict[str, Any]]:
+    from reference.harness.compare import measure as measure_comparison
+
+    from .measure import NETWORKS
+    from .rows import add_limits
+
+    c, extra = _declared(cfg)
+    m = measure_comparison(c)
+    limits = add_limits(m, [f"{n}-b{b}" for n in NETWORKS for b in cfg.batches])
+    return m, limits, extra
+
+
+def measure(cfg: Config, staging: Path) -> Outcome:
+    """Score (paired seeds), time and count every variant; write the figure."""
+    from .rows import figure, notes
+    from .unet import groupnorm_rows
+
+    m, limits, extra = _measured(cfg)
+    figures = [Figure(f"{SLUG}.png", "speedup-vs-batch")]
+    figure(m, cfg, staging / figures[0].file)
+    return outcome(
+        m,
         settings=settings_of(cfg),
-        metrics=_metrics(),
-        rows=rows,
-        headline=Headline(
-            f"denoiser-b{cfg.headline_batch}-fused",
-            speedup=head.speedup,
-            speedup_interval=head_ci,
-            speedup_limit=head.limit,
-            limit_kind="estimate",
-        ),
-        aims=[
-            aim(
-                "speedup",
-                head.speedup,
-                1.2,
-                ">=",
-                interval=head_ci,
-                row=f"denoiser-b{cfg.headline_batch}-fused",
-                against=f"denoiser-b{cfg.headline_batch}-eager",
-                batch=cfg.headline_batch,
-            )
-        ],
-        notes=notes,
+        notes=notes(cfg, m, limits, extra),
         figures=figures,
+        extra_rows=groupnorm_rows(extra["groupnorm"]),
     )
 
 
 def demo(cfg: Config, out: Path) -> None:
-    """Time eager against fused on both BN networks, check exactness, draw the sweep."""
-    sweep, _, oracle = run_all(cfg)
-    unet = measure_unet(cfg.headline_batch, cfg)
-    print(
-        f"{'network':11} {'batch':>5} {'eager ms':>9} {'fold ms':>8} {'fused ms':>9} "
-        f"{'speedup':>8} {'limit':>6} {'max|diff|':>9}"
-    )
-    for r in sweep:
+    """Eager against folded and fused on both BN networks: a table, the fidelity, the figure."""
+    from .rows import figure
+
+    m, _, extra = _measured(cfg)
+    print(f"{'row':28} {'ms':>8} {'speedup':>8} {'limit':>6} {'rel rms':>9} {'max|diff|':>9}")
+    for r in m.rows:
+        v = r.values
+        if "speedup" not in v or r.role == "reference":
+            continue
+        shown = {k: v.get(k, float("nan")) for k in ("speedup_limit", FIDELITY, "max_abs_diff")}
         print(
-            f"{r.network:11} {r.batch:5d} {r.eager_ms:9.2f} {r.fold_ms:8.2f} {r.fused_ms:9.2f} "
-            f"{r.speedup:7.2f}x {r.limit:5.2f}x {r.max_diff:9.1e}"
+            f"{r.id:28} {v['latency_ms']:8.2f} {v['speedup']:7.2f}x "
+            f"{shown['speedup_limit']:5.2f}x {shown[FIDELITY]:9.1e} {shown['max_abs_diff']:9.1e}"
         )
-    print(
-        f"{'U-Net QKV':11} {'':5} {unet.eager_ms:9.2f} {'':8} {unet.fused_ms:9.2f} "
-        f"{unet.eager_ms / unet.fused_ms:7.2f}x {'':6} {unet.max_diff:9.1e}"
-    )
-    g = unet.groupnorm
+    g = extra["groupnorm"]
     print(
         f"GroupNorm frozen on input 1: relative error {g.on_calibration_input:.1e} on input 1, "
         f"{g.on_other_input:.2f} on input 2 (cannot be folded)"
     )
-    for k, diffs in oracle.items():
+    for k, diffs in extra["oracle"].items():
         print(f"{k} against torch: " + ", ".join(f"{n} {v:.1e}" for n, v in diffs.items()))
-    path = out / "conv-fusion-demo.png"
-    figure(sweep, cfg, path)
+    path = out / f"{SLUG}-demo.png"
+    figure(m, cfg, path)
     print(f"{path}: measured speedup and its limit against the batch size")

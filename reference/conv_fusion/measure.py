@@ -1,33 +1,179 @@
-"""The measurements of the conv-fusion benchmark on the two BatchNorm networks: the batch sweep
-(eager, BN folded, fx-fused, the BN and ReLU passes alone), the torch.compile variants, and the
-agreement with PyTorch's own fusion APIs."""
+"""The variants of the conv-fusion benchmark on the two BatchNorm networks, their fidelity to
+the eager network, the rounding tolerance that fidelity is judged by, and the estimated limit.
+
+Fidelity
+========
+Fusion changes no arithmetic of the function, only where it rounds, so its quality figure is the
+deviation of the fused network's output ``y`` from the eager output ``y_e`` on the same input
+(the eager call is the exact computation it replaces; a distribution distance such as FDD could
+not see a wrong fold of one channel):
+
+    rel_rms_to_eager = ‖y - y_e‖₂ / ‖y_e‖₂,   max_abs_diff = max_i |y_i - y_e,i|        (1)
+
+A float32 dot product of length ``K`` has a relative forward error of at most
+``γ_K = K u / (1 - K u) ≈ K u`` with the unit roundoff ``u = 2^-24`` (Higham, *Accuracy and
+Stability of Numerical Algorithms*, 2nd ed., 2002, §3.1). A network of ``L`` convolution or linear
+layers with at most ``K`` terms per output computes the eager and the fused output each within
+about ``L K u`` of the exact one when its normalised layers do not amplify relative errors, so the
+accepted deviation (1) is
+
+    tolerance = L · K · u                                                                 (2)
+
+(the BatchNorm arithmetic that folding removes adds a few ``u`` per layer, far below ``K u``). A
+correct fold measures far below (2) (rounding errors of either sign cancel, about ``sqrt(K) u``
+per layer); a wrong one (a channel's scale or bias missing) deviates by order 1.
+
+The limit
+=========
+Folding removes the BatchNorm pass of each block and lets the ReLU run in place; the FLOPs of the
+convolutions stay. Both sets of elementwise passes are timed alone on the activations the eager
+network produces, in the same interleaved rounds as the networks (``T_unfused``: BatchNorm plus
+out-of-place ReLU; ``T_fused``: in-place ReLU), and the speedup of a network taking ``T`` is
+estimated to be at most
+
+    limit = T / (T - (T_unfused - T_fused))                                               (3)
+
+an estimate from isolated timings, not a bound: inside the network the removed passes also cost
+cache misses of the next convolution, so a measured speedup may exceed it.
+"""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from .denoiser import (
-    TrafficEstimate,
-    batchnorm_pass,
-    make_toy_denoiser,
-    noisy_digits,
-    relu_passes,
-    traffic_estimate,
-)
-from .fold import (
-    conv_bn_relu_groups,
-    fold_conv_bn,
-    fuse_conv_bn_relu,
-    fuse_with_torch_ao,
-    max_abs_diff,
-)
+from reference.harness.compare import Variant
+
+from .denoiser import batchnorm_pass, make_toy_denoiser, noisy_digits, relu_passes
+from .denoiser import traffic_estimate as _traffic
+from .fold import fuse_conv_bn_relu
 
 NETWORKS = ("classifier", "denoiser")
+FIDELITY = "rel_rms_to_eager"
+LATENCY_SEED = 1000
+"""Seed of the inputs of the latency batches (apart from the quality seeds)."""
+UNIT_ROUNDOFF = 2.0**-24
+"""``u`` of IEEE float32 (round to nearest), (2)."""
+COMPILED = (
+    ("compile", "control", False),
+    ("compile-fused", "technique", False),
+    ("compile-freezing", "control", True),
+)
+
+Run = Callable[[], Any]
+
+
+def rounding_tolerance(model: nn.Module) -> float:
+    """(2): layers times the longest dot product times ``u``."""
+    layers = [m for m in model.modules() if isinstance(m, nn.Conv1d | nn.Conv2d | nn.Linear)]
+    k = max(m.weight[0].numel() for m in layers)  # in_channels / groups * kernel, or in_features
+    return len(layers) * k * UNIT_ROUNDOFF  # (2)
+
+
+def deviation(y: torch.Tensor, eager: torch.Tensor) -> dict[str, float]:
+    """(1): relative RMS and max-abs deviation of ``y`` from the eager output."""
+    diff = (y.double() - eager.double()).flatten()
+    scale = eager.double().norm().clamp_min(1e-300)
+    return {FIDELITY: float(diff.norm() / scale), "max_abs_diff": float(diff.abs().max())}  # (1)
+
+
+def fidelity_to(eager_id: str) -> Callable[[torch.Tensor, Any], dict[str, float]]:
+    """A variant's ``score``: (1) against the eager variant's output of the same seed."""
+    return lambda y, same_seed: deviation(y, same_seed[eager_id])
+
+
+def with_fidelity(variants: list[Variant]) -> list[Variant]:
+    """Every sampled variant scored by (1) against the eager variant it is timed against."""
+
+    def scored(v: Variant) -> Variant:
+        if v.sample is None or v.against is None:
+            return v  # timed only: nothing to score
+        return dataclasses.replace(v, score=fidelity_to(v.against))
+
+    return [scored(v) for v in variants]
+
+
+def inputs(network: str, batch: int, seed: int) -> torch.Tensor:
+    """``batch`` inputs drawn with ``seed``: held-out test digits for the classifier, noisy
+    training digits for the denoiser."""
+    if network == "classifier":
+        from reference.data import load_digits_tensors
+
+        x = load_digits_tensors("test")[0]
+        gen = torch.Generator().manual_seed(seed)
+        return x[torch.randint(len(x), (batch,), generator=gen)]
+    return noisy_digits(batch, seed=seed)
+
+
+def networks(cfg: Any) -> dict[str, nn.Module]:
+    """The zoo classifier and the toy BN denoiser, eval mode."""
+    from reference import zoo
+
+    return {
+        "classifier": zoo.load_classifier().eval(),
+        "denoiser": make_toy_denoiser(cfg.width, cfg.depth),
+    }
+
+
+def _timed(fn: Callable[[torch.Tensor], Any], x: torch.Tensor) -> Run:
+    return lambda: fn(x)
+
+
+def _sampled(fn: Callable[[torch.Tensor], Any], network: str, batch: int) -> Any:
+    def sample(seed: int) -> torch.Tensor:
+        with torch.inference_mode():
+            return fn(inputs(network, batch, seed))
+
+    return sample
+
+
+def _elementwise(model: nn.Module, x: torch.Tensor) -> tuple[Run, Run]:
+    """``(T_unfused, T_fused)`` of (3): BatchNorm + out-of-place ReLU, and in-place ReLU, on
+    the activations of ``model(x)``."""
+    bn = batchnorm_pass(model, x)
+    relu_out, relu_in = relu_passes(model, x)
+
+    def unfused() -> None:
+        bn()
+        relu_out()
+
+    return unfused, relu_in
+
+
+def sweep_variants(network: str, model: nn.Module, batch: int) -> list[Variant]:
+    """Eager (the batch's baseline), BN folded with the ReLU left alone, fx-fused, and the two
+    elementwise passes of (3), all timed against the eager network of this batch."""
+    from reference.harness import count_flops
+
+    key, x = f"{network}-b{batch}", inputs(network, batch, LATENCY_SEED)
+    eager = f"{key}-eager"
+    with torch.inference_mode():
+        gflops = count_flops(model, x) / batch / 1e9
+    traffic = _traffic(model, x)
+    before = {"gflops": gflops, "elementwise_mb": traffic.before_bytes / 1e6}
+    after = {"gflops": gflops, "elementwise_mb": traffic.after_bytes / 1e6}
+    unfused, kept = _elementwise(model, x)
+
+    def variant(part: str, role: str, timed: Run, net: nn.Module | None = None) -> Variant:
+        sample = None if net is None else _sampled(net, network, batch)
+        facts = {} if net is None else before if part == "eager" else after
+        config = {"method": f"{network}-{part}", "batch": batch}
+        return Variant(f"{key}-{part}", config, role, sample, timed, facts, eager)  # type: ignore[arg-type]
+
+    fold = fuse_conv_bn_relu(model, fuse_relu=False)[0]
+    fused = fuse_conv_bn_relu(model)[0]
+    return [
+        variant("eager", "baseline", _timed(model, x), model),
+        variant("fold", "technique", _timed(fold, x), fold),
+        variant("fused", "technique", _timed(fused, x), fused),
+        variant("elementwise", "reference", unfused),
+        variant("elementwise-fused", "reference", kept),
+    ]
 
 
 def try_compile(
@@ -50,151 +196,29 @@ def try_compile(
         return None, f"torch.compile failed: {first[:200]}"
 
 
-def _inference(fn: Callable[[torch.Tensor], Any], x: torch.Tensor) -> Callable[[], None]:
-    def run() -> None:
-        with torch.inference_mode():
-            fn(x)
-
-    return run
-
-
-@dataclass
-class NetworkRun:
-    """Measurements of one BN network at one batch size."""
-
-    network: str
-    batch: int
-    eager_ms: float
-    fused_ms: float
-    eager_iqr: float
-    fused_iqr: float
-    bn_ms: float
-    max_diff: float
-    traffic: TrafficEstimate
-    gflops: float
-    lat: Any = None
-    fold_ms: float = float("nan")
-    fold_iqr: float = float("nan")
-    relu_saving_ms: float = 0.0
-
-    @property
-    def speedup(self) -> float:
-        return self.eager_ms / self.fused_ms
-
-    @property
-    def removed_ms(self) -> float:
-        """Measured time of the work fusion removes: BN passes + fresh ReLU outputs."""
-        return self.bn_ms + max(self.relu_saving_ms, 0.0)
-
-    @property
-    def limit(self) -> float:
-        """Estimated limit ``T / (T - T_removed)`` from isolated timings of the removed work:
-        an estimate, not a bound (inside the network the removed passes also cost cache misses
-        of the next convolution, so a measured speedup can exceed it)."""
-        return self.eager_ms / max(self.eager_ms - self.removed_ms, 1e-9)
-
-
-def _inputs(network: str, batch: int) -> torch.Tensor:
-    if network == "classifier":
-        from reference.data import load_digits_tensors
-
-        return load_digits_tensors("test")[0][:batch].repeat(-(-batch // 300), 1, 1, 1)[:batch]
-    return noisy_digits(batch, seed=1)
-
-
-def measure_network(
-    network: str,
-    model: nn.Module,
-    fused: nn.Module,
-    batch: int,
-    cfg: Any,
-    fold_only: nn.Module | None = None,
-) -> NetworkRun:
-    """Interleaved latency of eager vs fused (vs BN folded with the ReLU left alone) vs the BN
-    passes alone, plus exactness and bytes."""
-    from reference.harness import compare_latency, count_flops
-
-    x = _inputs(network, batch)
-    with torch.inference_mode():
-        diff = max_abs_diff(model(x), fused(x))
-    relu_out, relu_in = relu_passes(model, x)
-    funcs = {
-        "eager": _inference(model, x),
-        "fused": _inference(fused, x),
-        "bn": batchnorm_pass(model, x),
-        "relu_out": relu_out,
-        "relu_in": relu_in,
-    }
-    if fold_only is not None:
-        funcs["fold"] = _inference(fold_only, x)
-    lat = compare_latency(
-        funcs,
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
-    )
-    with torch.inference_mode():
-        flops = count_flops(model, x)
-    run = NetworkRun(
-        network,
-        batch,
-        lat.median_ms("eager"),
-        lat.median_ms("fused"),
-        lat.iqr_ms("eager"),
-        lat.iqr_ms("fused"),
-        lat.median_ms("bn"),
-        diff,
-        traffic_estimate(model, x),
-        flops / batch / 1e9,
-        lat,
-    )
-    if fold_only is not None:
-        run.fold_ms, run.fold_iqr = lat.median_ms("fold"), lat.iqr_ms("fold")
-    run.relu_saving_ms = lat.median_ms("relu_out") - lat.median_ms("relu_in")
-    return run
-
-
-@dataclass
-class CompiledRun:
-    """Eager, fused and compiled variants of one network at the headline batch."""
-
-    network: str
-    batch: int
-    stats: dict[str, tuple[float, float]]
-    diffs: dict[str, float]
-    status: str
-    lat: Any
-
-
-def measure_compiled(network: str, model: nn.Module, fused: nn.Module, cfg: Any) -> CompiledRun:
-    """torch.compile of the unfused model (with and without freezing) and of the fused one."""
-    from reference.harness import compare_latency
-
-    x = _inputs(network, cfg.headline_batch)
-    candidates: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-        "eager": model,
-        "fused": fused,
-    }
-    status = "ok"
-    for name, net, freezing in [
-        ("compile", model, False),
-        ("compile_fused", fused, False),
-        ("compile_freezing", model, True),
-    ]:
-        compiled, why = try_compile(net, x, freezing=freezing)
+def compiled_variants(network: str, model: nn.Module, batch: int) -> tuple[list[Variant], str]:
+    """torch.compile of the unfused network, of the fused one, and of the unfused one with
+    Inductor freezing (on its own copy, so that it shares no compiled code with the first), at
+    ``batch``, timed against the eager network; and ``"ok"`` or why a compilation failed (the
+    variants compiled before it are kept)."""
+    key, x = f"{network}-b{batch}", inputs(network, batch, LATENCY_SEED)
+    nets = (model, fuse_conv_bn_relu(model)[0], copy.deepcopy(model))
+    out: list[Variant] = []
+    for (part, role, freezing), net in zip(COMPILED, nets, strict=True):
+        compiled, status = try_compile(net, x, freezing=freezing)
         if compiled is None:
-            status = why
-            break
-        candidates[name] = compiled
-    with torch.inference_mode():
-        ref = model(x)
-        diffs = {k: max_abs_diff(ref, f(x)) for k, f in candidates.items()}
-    lat = compare_latency(
-        {k: _inference(f, x) for k, f in candidates.items()},
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
-    )
-    stats = {k: (lat.median_ms(k), lat.iqr_ms(k)) for k in candidates}
-    return CompiledRun(network, cfg.headline_batch, stats, diffs, status, lat)
+            return out, status
+        config = {"method": f"{network}-{part}", "batch": batch}
+        sample, timed = _sampled(compiled, network, batch), _timed(compiled, x)
+        out.append(Variant(f"{key}-{part}", config, role, sample, timed, {}, f"{key}-eager"))  # type: ignore[arg-type]
+    return out, "ok"
+
+
+def limit(lat: Any, key: str) -> float:
+    """(3) for the network and batch ``key`` (``"denoiser-b32"``) from the rounds' medians."""
+    t = lat.median_ms(f"{key}-eager")
+    removed = lat.median_ms(f"{key}-elementwise") - lat.median_ms(f"{key}-elementwise-fused")
+    return t / max(t - removed, 1e-9)  # (3)
 
 
 @torch.no_grad()
@@ -202,6 +226,8 @@ def library_agreement(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
     """Max-abs differences of our fold vs ``fuse_conv_bn_eval`` (weights, biases) and of our
     rewritten model vs ``torch.ao.quantization.fuse_modules`` and vs the original (outputs)."""
     from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+    from .fold import conv_bn_relu_groups, fold_conv_bn, fuse_with_torch_ao, max_abs_diff
 
     fused, _ = fuse_conv_bn_relu(model)
     weight_diff = 0.0
@@ -219,29 +245,3 @@ def library_agreement(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
         "outputs_vs_fuse_modules": max_abs_diff(out, fuse_with_torch_ao(model)(x)),
         "outputs_vs_original": max_abs_diff(out, model(x)),
     }
-
-
-def _networks(cfg: Any) -> dict[str, nn.Module]:
-    from reference import zoo
-
-    return {
-        "classifier": zoo.load_classifier(),
-        "denoiser": make_toy_denoiser(cfg.width, cfg.depth),
-    }
-
-
-def run_all(cfg: Any) -> tuple[list[NetworkRun], list[CompiledRun], dict[str, dict[str, float]]]:
-    """The batch sweep, the compiled variants (``cfg.compile``) and the library oracles."""
-    from tqdm.auto import tqdm
-
-    nets = _networks(cfg)
-    fused = {k: fuse_conv_bn_relu(m)[0] for k, m in nets.items()}
-    fold_only = {k: fuse_conv_bn_relu(m, fuse_relu=False)[0] for k, m in nets.items()}
-    oracle = {k: library_agreement(m, _inputs(k, 8)) for k, m in nets.items()}
-    jobs = [(k, b) for k in nets for b in cfg.batches]
-    sweep = [
-        measure_network(k, nets[k], fused[k], b, cfg, fold_only[k])
-        for k, b in tqdm(jobs, desc="conv-fusion: batch sweep", leave=False)
-    ]
-    compiled = [measure_compiled(k, nets[k], fused[k], cfg) for k in nets] if cfg.compile else []
-    return sweep, compiled, oracle

@@ -1,33 +1,22 @@
 """The GroupNorm U-Net side of the conv-fusion benchmark: Q/K/V + GroupNorm-affine fusion of the
-zoo teacher (what can be fused) and its GroupNorms frozen on one input (what cannot)."""
+zoo teacher (what can be fused: two variants of the comparison, the fused one judged by its
+deviation from the eager teacher on the same inputs, `reference.conv_fusion.measure` (1)) and its
+GroupNorms frozen on one input (what cannot: two reference rows, measured once)."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
 
+from reference.harness.compare import Variant
+from reference.harness.results import Row
+
 from .denoiser import noisy_digits
-from .fold import max_abs_diff
 from .groupnorm import GroupNormFoldError, freeze_groupnorms, fuse_unet_attention
-
-
-@dataclass
-class UNetRun:
-    """QKV (+ GroupNorm affine) fusion on the zoo teacher U-Net."""
-
-    blocks: int
-    eager_ms: float
-    fused_ms: float
-    eager_iqr: float
-    fused_iqr: float
-    max_diff: float
-    groupnorm: GroupNormFoldError
-    lat: Any = None
+from .measure import LATENCY_SEED
 
 
 @torch.no_grad()
@@ -58,39 +47,48 @@ def unet_groupnorm_freeze_error(unet: nn.Module) -> GroupNormFoldError:
     return GroupNormFoldError(rel(first), rel(second))
 
 
-def measure_unet(batch: int, cfg: Any) -> UNetRun:
-    """Eager teacher vs teacher with fused attention projections (one denoiser call)."""
-    from reference import zoo
-    from reference.harness import compare_latency
-
-    unet = zoo.load_teacher()
+def unet_variants(unet: nn.Module, batch: int) -> tuple[list[Variant], int]:
+    """The eager teacher (its own baseline) and the teacher with fused attention projections
+    (timed against it), one denoiser call on ``batch`` noisy digits at random timesteps; and
+    the number of attention blocks fused."""
     fused = copy.deepcopy(unet)
     blocks = fuse_unet_attention(fused)
-    x = noisy_digits(batch, seed=2)
-    t = torch.randint(0, 1000, (batch,), generator=torch.Generator().manual_seed(0))
-    y = torch.arange(batch) % 11
 
-    def call(net: nn.Module) -> Callable[[], None]:
-        def run() -> None:
+    def call(net: nn.Module, seed: int) -> Callable[[], torch.Tensor]:
+        x = noisy_digits(batch, seed=seed)
+        t = torch.randint(0, 1000, (batch,), generator=torch.Generator().manual_seed(seed))
+        y = torch.arange(batch) % 11
+        return lambda: net(x, t, class_labels=y).sample
+
+    def sample(net: nn.Module) -> Callable[[int], torch.Tensor]:
+        def run(seed: int) -> torch.Tensor:
             with torch.inference_mode():
-                net(x, t, class_labels=y)
+                return call(net, seed)()
 
         return run
 
-    with torch.inference_mode():
-        diff = max_abs_diff(unet(x, t, class_labels=y).sample, fused(x, t, class_labels=y).sample)
-    lat = compare_latency(
-        {"eager": call(unet), "fused": call(fused)},
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
-    )
-    return UNetRun(
-        blocks,
-        lat.median_ms("eager"),
-        lat.median_ms("fused"),
-        lat.iqr_ms("eager"),
-        lat.iqr_ms("fused"),
-        diff,
-        unet_groupnorm_freeze_error(unet),
-        lat,
-    )
+    config = {"batch": batch}
+    return [
+        Variant("unet-eager", {"method": "unet-eager", **config}, "baseline",
+                sample(unet), call(unet, LATENCY_SEED), against="unet-eager"),
+        Variant("unet-fused", {"method": "unet-fused", "blocks": blocks, **config}, "technique",
+                sample(fused), call(fused, LATENCY_SEED), against="unet-eager"),
+    ], blocks  # fmt: skip
+
+
+def groupnorm_rows(g: GroupNormFoldError) -> list[Row]:
+    """The reference rows of the counter-example: measured once, not per seed."""
+    return [
+        Row(
+            "unet-gn-frozen-same",
+            {"method": "unet-gn-frozen-same", "t": 50},
+            "reference",
+            {"groupnorm_rel_error": g.on_calibration_input},
+        ),
+        Row(
+            "unet-gn-frozen-other",
+            {"method": "unet-gn-frozen-other", "t_calib": 50, "t": 900},
+            "reference",
+            {"groupnorm_rel_error": g.on_other_input},
+        ),
+    ]
