@@ -44,6 +44,7 @@ PORTED = (
     "stochastic-reparameterization",
     "consistency-latent-diffusion",
     "timestep-distillation",
+    "conv-fusion",
 )
 """Benchmarks ported to the declared comparison (contract 2); the others still run on 1."""
 

@@ -1,9 +1,11 @@
 """reference.conv_fusion: the BN fold against torch's own fusion APIs, the fx rewrite's
-invariants, the GroupNorm counter-example, Q/K/V fusion in a diffusers U-Net, apply_conv_fusion
-the benchmark configuration's checks, and the quick benchmark's exactness check and estimated
-limit."""
+invariants, the GroupNorm counter-example, Q/K/V fusion in a diffusers U-Net, apply_conv_fusion,
+the benchmark's refused options, its rounding tolerance and fidelity figure, one batch of its
+declared sweep measured, and the quick benchmark's fidelity aims and measured limit."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 import torch
@@ -207,42 +209,115 @@ def test_apply_conv_fusion_follows_its_config() -> None:
     assert report is not None
 
 
-def test_bench_config_rejects_bad_options_with_one_line() -> None:
-    from dataclasses import replace
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--headline-batch", "7"], "--headline-batch 7 is not one of --batches"),
+        (["--batches", "0"], "--batches"),
+        (["--depth", "2"], "--depth"),
+        (["--seeds", "0"], "--seeds"),
+        (["--compile", "maybe"], "--compile"),
+        (["--repeats", "0"], "--repeats"),
+    ],
+)
+def test_bad_options_are_one_line_before_any_network_is_built(
+    args: list[str], message: str, refused_in_one_line: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reference.conv_fusion import bench
 
-    from reference.conv_fusion.bench import FULL, flag
+    monkeypatch.setattr(bench, "_declared", lambda cfg: pytest.fail("the comparison was built"))
+    assert message in refused_in_one_line("reference.conv_fusion", args)
 
-    for change, message in (
-        ({"batches": (0,)}, r"--batches must be >= 1, got \[0\]"),
-        ({"depth": 2}, "--depth must be >= 3, got 2"),
-        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
-        ({"headline_batch": 7}, "--headline-batch 7 is not one of --batches"),
-    ):
-        with pytest.raises(ValueError, match=message) as info:
-            replace(FULL, **change).validate()
-        assert "\n" not in str(info.value)
-    FULL.validate()
-    assert flag("no") is False and flag("YES") is True
-    assert FULL.repeats >= 15 and FULL.warmup >= 1
+
+def test_rounding_tolerance_is_layers_times_longest_dot_product_times_u() -> None:
+    from reference.conv_fusion.measure import UNIT_ROUNDOFF, rounding_tolerance
+
+    # 5 convolutions; the longest dot product is 8 channels x 3 x 3 = 72 terms
+    assert rounding_tolerance(cf.ToyBNDenoiser(width=8, depth=5)) == 5 * 72 * UNIT_ROUNDOFF
+    assert UNIT_ROUNDOFF == 2.0**-24
+
+
+def test_fidelity_passes_a_correct_fold_and_fails_a_wrong_one() -> None:
+    from reference.conv_fusion.measure import FIDELITY, deviation, rounding_tolerance
+
+    torch.manual_seed(0)
+    model = _randomise_bn(cf.ToyBNDenoiser(width=8, depth=5))
+    tolerance = rounding_tolerance(model)
+    x = torch.randn(4, 1, 16, 16)
+    fused, _ = cf.fuse_conv_bn_relu(model)
+    with torch.no_grad():
+        eager = model(x)
+        right = deviation(fused(x), eager)
+        model.body[2].bias[0] += 0.5  # one channel's shift lost by a wrong fold
+        wrong = deviation(model(x), eager)
+    assert right[FIDELITY] <= tolerance / 10  # rounding cancels: far inside (2)
+    assert right["max_abs_diff"] <= cf.TOLERANCE
+    assert wrong[FIDELITY] > 100 * tolerance
+    assert deviation(eager, eager) == {FIDELITY: 0.0, "max_abs_diff": 0.0}
+
+
+def test_one_batch_of_the_sweep_declares_its_own_baseline_and_limit() -> None:
+    from reference.conv_fusion.measure import limit, sweep_variants, with_fidelity
+    from reference.conv_fusion.rows import add_limits
+    from reference.harness.compare import Comparison, HeadlineSpec, measure
+
+    torch.manual_seed(0)
+    model = cf.make_toy_denoiser(width=4, depth=3)
+    variants = with_fidelity(sweep_variants("denoiser", model, 2))
+    assert [v.id for v in variants] == [
+        "denoiser-b2-eager",
+        "denoiser-b2-fold",
+        "denoiser-b2-fused",
+        "denoiser-b2-elementwise",
+        "denoiser-b2-elementwise-fused",
+    ]
+    assert {v.against for v in variants} == {"denoiser-b2-eager"}
+    c = Comparison(
+        variants=tuple(variants),
+        metrics={},
+        score=lambda samples, same_seed: {},
+        seeds=(0, 1),
+        aims=(),
+        headline=HeadlineSpec("denoiser-b2-fused", limit=lambda m: limit(m.latency, "denoiser-b2")),
+        repeats=3,
+        warmup=0,
+    )
+    m = measure(c)
+    limits = add_limits(m, ["denoiser-b2"])
+    rows = {r.id: r for r in m.rows}
+    eager, fused = rows["denoiser-b2-eager"], rows["denoiser-b2-fused"]
+    assert eager.values["speedup"] == 1.0 and "speedup" not in eager.intervals
+    assert eager.seeds["rel_rms_to_eager"] == [0.0, 0.0]
+    # a correct fold of 8 floats' worth of channels: within (2) on every seed
+    assert max(fused.seeds["rel_rms_to_eager"]) <= 3 * 36 * 2.0**-24
+    assert (
+        "speedup" in fused.intervals
+        and "rel_rms_to_eager" not in rows["denoiser-b2-elementwise"].seeds
+    )
+    assert fused.values["speedup_limit"] == limits["denoiser-b2"] == m.headline.speedup_limit
+    assert fused.values["elementwise_mb"] == eager.values["elementwise_mb"] / 2
 
 
 @pytest.mark.slow
-def test_quick_benchmark_checks_exactness_and_labels_its_limit_an_estimate(quick_result) -> None:
+def test_quick_result_judges_fidelity_and_measures_its_limit(quick_result: Any) -> None:
+    from reference.conv_fusion.bench import QUICK
+
     result = quick_result("conv-fusion")
     rows = {r["id"]: r for r in result["rows"]}
-    # fusion is exact: quality is the max-abs difference, no sampling metric, no seeds
-    assert "fd_digits" not in result["metrics"]
-    for row in rows.values():
-        assert "seeds" not in row
-        if row["role"] == "technique" and row["values"].get("max_abs_diff") is not None:
-            assert row["values"]["max_abs_diff"] <= cf.TOLERANCE
-            assert "speedup" in row["intervals"]
-    # the limit comes from isolated timings of the removed work: an estimate, never a bound
+    assert "fd_digits" not in result["metrics"] and "rms_to_solution" not in result["metrics"]
+    for b in QUICK.batches:
+        for net in ("classifier", "denoiser"):
+            eager, fused = rows[f"{net}-b{b}-eager"], rows[f"{net}-b{b}-fused"]
+            assert fused["rounds"]["against"] == eager["id"] == eager["rounds"]["against"]
+            assert len(fused["seeds"]["rel_rms_to_eager"]) == len(QUICK.seeds)
+            assert fused["values"]["speedup_limit"] == eager["values"]["speedup_limit"]
+    # the limit comes from the rounds of the removed work: an estimate, never a bound
     head = result["headline"]
+    assert head["row"] == f"denoiser-b{QUICK.headline_batch}-fused"
     assert head["limit_kind"] == "estimate" and result["anomalies"] == []
     assert head["speedup_limit"] == rows[head["row"]]["values"]["speedup_limit"]
-    speed = {a["id"]: a for a in result["aims"]}["speedup"]
-    assert speed["interval"] == head["speedup_interval"]
-    assert (
-        speed["row"] == head["row"] and speed["against"] == head["row"][: -len("fused")] + "eager"
-    )
+    aims = {a["id"]: a for a in result["aims"]}
+    assert aims["speedup"]["interval"] == head["speedup_interval"]
+    for name in ("fidelity-classifier", "fidelity-denoiser", "fidelity-unet"):
+        assert aims[name]["state"] == "met", aims[name]
+    assert rows["unet-gn-frozen-other"]["values"]["groupnorm_rel_error"] > 0.05
