@@ -1,58 +1,70 @@
 """Benchmark and demo of [`reference.low_rank_inference`][reference.low_rank_inference] (the
-technique contract of `reference.harness.cli`).
+technique contract of `reference.harness.entry`: it declares comparisons, the harness measures).
 
-Rows: the dense zoo DiT (baseline); its token-wise Linear layers factorised by plain and by
-activation-aware truncated SVD at each multiply-add budget (technique); the dense DiT with fewer
-DDIM steps at the headline's sampling FLOPs (control, timed with the others); and a LoRA adapter
-on one layer, unmerged and merged (reference: the training-time low rank, which costs nothing
-once merged). Quality: every sampler over paired noise seeds. Latency: whole DDIM samplings,
-and the factorised layers alone.
+Three comparisons, joined into one result:
+
+* **sampling** (paired seeds, timed whole samplings): the dense zoo DiT (baseline); its
+  token-wise Linear layers factorised by plain and by activation-aware truncated SVD at each
+  multiply-add budget (techniques); the dense DiT with fewer DDIM steps at the headline's sampling
+  FLOPs (control). Every row solves the clipped ODE (`reference.harness.ode`, DDIM on the
+  trailing grid) from the same noise on every seed.
+* **layers** (timed only): the factorised layers alone, dense and factorised, on inputs recorded
+  from a dense forward: what the multiply-adds saved buy before Amdahl's law dilutes it.
+* **lora** (timed only): a LoRA adapter on one layer, unmerged and merged, against the dense
+  layer: the training-time low rank, which costs nothing once merged.
+
+Truncated SVD without fine-tuning is a training-free approximation of the dense model, so its
+primary figure is the fidelity ``rms_to_solution``: each sample's RMS distance to the converged
+solution of the same noise (DPM-Solver++(2M), ``solution_steps`` steps, shared on disk through
+`reference.harness.solutions`). FDD, KID, accuracy and diversity against the held-out reference
+half stand beside it (`reference.harness.scores.held_out_score`).
+
+Aims
+====
+By the triangle inequality, with ``x`` a factorised sample, ``x_d`` the dense DiT's sample of the
+same noise and ``x*`` the solution,
+
+    ‖x − x*‖ ≤ ‖x − x_d‖ + ‖x_d − x*‖                                                 (1)
+
+so the factorised model's distance to the solution stays within ``QUALITY_AIM = 2`` times the
+dense model's whenever the error the factorisation adds is no larger than DDIM's own
+discretisation error at the same steps (``quality``). ``beats-fewer-steps``: closer to the
+solution than the dense DiT with the steps of the same sampling FLOPs. ``layers-speedup``: the
+factorised layers alone at least 1.5 times faster at budget 0.5, which halves their multiply-adds
+(`reference.low_rank_inference.timed`).
+
+Sources: Eckart & Young 1936 (doi:10.1007/BF02288367); SVD-LLM, Wang et al. 2024
+(arXiv:2403.07378), the whitening; LoRA, Hu et al. 2021 (arXiv:2106.09685); DDIM, Song et al.
+2021 (arXiv:2010.02502); DPM-Solver++, Lu et al. 2022 (arXiv:2211.01095), the solution.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
-from reference.harness.cli import (
-    Option,
-    at_least,
-    check_seeds,
-    float_tuple,
-    int_tuple,
-    name_tuple,
+from reference.harness.compare import (
+    FIDELITY,
+    Comparison,
+    HeadlineSpec,
+    Outcome,
+    QualityAim,
+    Variant,
+    outcome,
 )
-from reference.harness.cost import latency_note
-from reference.harness.results import (
-    Aim,
-    Figure,
-    Measurement,
-    Metric,
-    Note,
-    Row,
-    aim,
-    metrics,
-    note,
-    settings_of,
-    speedup_headline,
-)
-from reference.harness.seeds import N_QUALITY, SEEDS, quality_note, real_reference_row
+from reference.harness.entry import choice, integer, names, real, reals, seeds
+from reference.harness.results import Figure, Metric, metrics, settings_of
 
-from .measure import (
-    add_control,
-    build_variants,
-    error_at_break_even,
-    fill_costs,
-    full_rank_error,
-    lora_demo,
-    measure_latency,
-    measure_quality,
-    sampler,
-)
-from .plan import calibrate_second_moments, dit_target_layers
-
+CONTRACT = 2
+SLUG = "low-rank-inference"
 METHODS = ("svd", "asvd")
+QUALITY_AIM = 2.0
+"""(1): the factorised DiT's distance to the solution at most twice the dense DiT's."""
+MIN_QUALITY, MAX_QUALITY = 20, 140
+"""Every class twice (the class-weighted KID needs pairs); the held-out real half's limit."""
 
 
 @dataclass(frozen=True)
@@ -63,9 +75,10 @@ class Config:
     methods: tuple[str, ...] = METHODS
     headline_method: str = "asvd"
     headline_budget: float = 0.5
-    n_eval: int = N_QUALITY
-    seeds: tuple[int, ...] = SEEDS
-    steps: int = 20
+    n_quality: int = MAX_QUALITY
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    steps: int = 50
+    solution_steps: int = 200
     calib_n: int = 64
     calib_steps: int = 10
     latency_batch: int = 32
@@ -75,11 +88,10 @@ class Config:
     lora_steps: int = 300
 
     def validate(self) -> None:
-        if not self.budgets or not all(0.0 < b <= 1.0 for b in self.budgets):
-            raise ValueError(f"--budgets must be in (0, 1], got {list(self.budgets)}")
-        unknown = [m for m in self.methods if m not in METHODS] or ([] if self.methods else [""])
-        if unknown:
-            raise ValueError(f"--methods: unknown {unknown[0]!r}; choose from svd, asvd")
+        if self.n_quality % 10:
+            raise ValueError(
+                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
+            )
         if self.headline_method not in self.methods:
             raise ValueError(f"--headline-method {self.headline_method!r} is not one of --methods")
         if self.headline_budget not in self.budgets:
@@ -87,270 +99,221 @@ class Config:
                 f"--headline-budget {self.headline_budget} is not one of --budgets "
                 f"{list(self.budgets)}"
             )
-        for name in ("steps", "calib_n", "calib_steps", "latency_batch", "repeats", "lora_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(
-                    f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}"
-                )
-        if self.n_eval < 2:
-            raise ValueError(f"--n-eval must be >= 2 (FDD needs a covariance), got {self.n_eval}")
-        at_least(self, warmup=0)
-        check_seeds(self.seeds)
-        if not 1 <= self.lora_rank <= 96:
-            raise ValueError(
-                f"--lora-rank must be in 1..96 (the layer is 96 wide), got {self.lora_rank}"
-            )
 
 
 FULL = Config()
 QUICK = Config(
     budgets=(0.5,),
-    n_eval=24,
+    n_quality=MIN_QUALITY,
     seeds=(0, 1),
-    steps=3,
+    steps=4,
+    solution_steps=8,
     calib_n=16,
     calib_steps=3,
     latency_batch=4,
-    repeats=3,
-    warmup=1,
+    repeats=2,
+    warmup=0,
     lora_steps=30,
 )
 DEMO = Config(
-    budgets=(0.5,), n_eval=100, seeds=(0, 1), steps=10, calib_n=32, repeats=5, lora_steps=100
+    budgets=(0.5,),
+    n_quality=MIN_QUALITY,
+    seeds=(0, 1),
+    steps=20,
+    solution_steps=50,
+    calib_n=32,
+    latency_batch=8,
+    repeats=3,
+    lora_steps=100,
 )
 OPTIONS = (
-    Option("budgets", float_tuple, "X,X,..."),
-    Option("methods", name_tuple, "NAME,..."),
-    Option("headline_method", str, "NAME"),
-    Option("headline_budget", float, "X"),
-    Option("n_eval"),
-    Option("seeds", int_tuple, "S,S,..."),
-    Option("steps"),
-    Option("calib_n"),
-    Option("calib_steps"),
-    Option("latency_batch"),
-    Option("repeats"),
-    Option("warmup"),
-    Option("lora_rank"),
+    reals("budgets", low=0.0, high=1.0, open_low=True),
+    names("methods", METHODS),
+    choice("headline_method", METHODS),
+    real("headline_budget", low=0.0, high=1.0),
+    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
+    seeds(),
+    integer("steps", low=1, high=1000),
+    integer("solution_steps", low=1, high=1000),
+    integer("calib_n", low=1, high=1024),
+    integer("calib_steps", low=1, high=1000),
+    integer("latency_batch", low=1, high=256),
+    integer("repeats", low=1, high=200),
+    integer("warmup", low=0, high=20),
+    integer("lora_rank", low=1, high=96),
+    integer("lora_steps", low=1, high=10000),
 )
 
 
-def _metrics() -> dict[str, Metric]:
-    return metrics(
-        "latency_ms",
-        "speedup",
-        "fd_digits",
-        "kid_digits",
-        "accuracy",
-        "mse_vs_baseline",
-        "gflops",
-        "params_m",
-        "nfe",
-        layers_ms=Metric("ms", "lower"),
-        layers_speedup=Metric("x", "higher"),
-        kept=Metric("", "lower"),
-        eps_rel_error=Metric("", "lower"),
-        lora_gflops=Metric("GFLOP", "lower"),
-        lora_layer_ms=Metric("ms", "lower"),
-        max_abs_diff=Metric("", "lower"),
+def head_key(cfg: Config) -> str:
+    """The headline row: the headline method at the headline budget."""
+    return f"{cfg.headline_method}-{cfg.headline_budget}"
+
+
+def sampling_aims(cfg: Config, control_steps: int) -> tuple[QualityAim, ...]:
+    """``quality`` (1) and ``beats-fewer-steps``, on paired-seed ratios of the fidelity."""
+    head = head_key(cfg)
+    budget = {"budget": cfg.headline_budget}
+    steps = {"steps": cfg.steps, "control_steps": control_steps}
+    return (
+        QualityAim("quality", head, "dense", FIDELITY, "<=", QUALITY_AIM, params=budget),
+        QualityAim("beats-fewer-steps", head, "control", FIDELITY, "<=", 1.0, params=steps),
     )
 
 
-def _run(cfg: Config) -> SimpleNamespace:
-    """Every measurement of the benchmark (also the demo's)."""
-    from reference import zoo
+def sampling(cfg: Config, run: SimpleNamespace) -> Comparison:
+    """The dense DiT, its factorisations and the control on the same noise; the headline is
+    judged on its fidelity to the solution, its limit the FLOP ratio (an estimate)."""
+    from reference.harness.scores import QUALITY_METRICS, held_out_score
 
-    dit = zoo.load_dit()
+    from .measure import LATENCY_SEED, sampler
+
+    def sample(m: Any) -> Callable[[int], Any]:
+        return lambda seed: sampler(m.model, cfg.n_quality, m.steps, seed)()
+
+    variants = tuple(
+        Variant(
+            m.key,
+            m.config,
+            m.role,
+            sample=sample(m),
+            timed=sampler(m.model, cfg.latency_batch, m.steps, LATENCY_SEED),
+            facts=m.facts,
+        )
+        for m in run.models
+    )
+    dense, head = run.models[0].facts, run.head.facts
+    return Comparison(
+        variants=variants,
+        metrics=metrics(
+            "latency_ms",
+            "speedup",
+            *QUALITY_METRICS,
+            "gflops",
+            "params_m",
+            "nfe",
+            rms_to_solution=Metric("", "lower"),
+            kept=Metric("", "lower"),
+            eps_rel_error=Metric("", "lower"),
+        ),
+        score=held_out_score(cfg.n_quality),
+        seeds=cfg.seeds,
+        aims=sampling_aims(cfg, run.control.steps),
+        # FLOPs count only the matrix products: an estimate of the speedup, not a bound
+        headline=HeadlineSpec(
+            head_key(cfg),
+            quality=FIDELITY,
+            limit=dense["gflops"] / head["gflops"],
+            limit_kind="estimate",
+            memory_ratio=head["params_m"] / dense["params_m"],
+        ),
+        repeats=cfg.repeats,
+        warmup=cfg.warmup,
+        solution=run.solution,
+    )
+
+
+def prepare(cfg: Config) -> SimpleNamespace:
+    """Everything the comparisons compare: the models with their facts, the control, the layer
+    inputs, the solution of each quality seed, the curves and the LoRA contrast."""
+    from reference import zoo
+    from reference.harness import class_labels, make_noise
+    from reference.harness.sampling import frozen
+    from reference.harness.solutions import solution
+
+    from . import measure as lr
+    from .plan import calibrate_second_moments, dit_target_layers
+
+    dit = frozen(zoo.load_dit())
     names = dit_target_layers(dit)
-    moments = calibrate_second_moments(dit, names, sampler(cfg.calib_n, cfg.calib_steps, seed=1))
-    variants = build_variants(dit, names, moments, cfg)
-    fill_costs(variants, cfg)
-    head = next(v for v in variants if v.key == f"{cfg.headline_method}-{cfg.headline_budget}")
-    control = add_control(variants, head)
-    quality = measure_quality(variants, cfg)
-    whole, layers = measure_latency(variants, names, cfg)
+    moments = calibrate_second_moments(dit, names, lr.calibration(cfg.calib_n, cfg.calib_steps))
+    models = lr.models(dit, names, moments, cfg)
+    lr.fill_facts(models, cfg.n_quality)
+    head = next(m for m in models if m.key == head_key(cfg))
+    control = lr.add_control(models, head)
+
+    def solution_of(seed: int) -> Any:
+        n = cfg.n_quality
+        return solution(dit, make_noise(n, seed), class_labels(n), steps=cfg.solution_steps)
+
     return SimpleNamespace(
         dit=dit,
         names=names,
-        moments=moments,
-        variants=variants,
-        quality=quality,
-        whole=whole,
-        layers=layers,
+        models=models,
         head=head,
         control=control,
-        lora=lora_demo(dit, cfg),
-        full_err=full_rank_error(dit, names, moments),
+        solution=solution_of,
+        inputs=lr.layer_inputs(dit, names, cfg.latency_batch),
+        curves=lr.error_curves(dit, moments),
+        full_rank=lr.full_rank_error(dit, names, moments),
+        lora=lr.lora_contrast(dit, cfg.lora_rank, cfg.lora_steps, cfg.latency_batch),
     )
 
 
-def _rows(r: SimpleNamespace) -> list[Row]:
-    rows = []
-    for v in r.variants:
-        values, intervals, seeds = r.quality.row_fields(v.key)
-        rows.append(
-            Row(
-                v.key,
-                v.config,
-                v.role,
-                {**v.values, **values},
-                {**v.intervals, **intervals},  # type: ignore[arg-type]
-                dict(v.spread),
-                seeds,
-            )
-        )
-    lora = r.lora
-    for key in ("lora-dense", "lora-adapter", "lora-merged"):
-        config = {"method": key} if key == "lora-dense" else {"method": key, "rank": lora.rank}
-        values = {"lora_gflops": lora.gflops[key], "lora_layer_ms": lora.latency.median_ms(key)}
-        if key == "lora-merged":
-            values["max_abs_diff"] = lora.max_diff
-        spread = {"lora_layer_ms": lora.latency.iqr_ms(key)}
-        rows.append(Row(key, config, "reference", values, spread=spread))
-    return rows
+def measured(cfg: Config) -> tuple[SimpleNamespace, list[Any]]:
+    """The three comparisons measured by the harness: sampling, layers, LoRA."""
+    from reference.harness.compare import measure as measure_comparison
+
+    from .timed import layers, lora
+
+    run = prepare(cfg)
+    comparisons = (sampling(cfg, run), layers(cfg, run, head_key(cfg)), lora(cfg, run))
+    return run, [measure_comparison(c) for c in comparisons]
 
 
-def _aims(cfg: Config, r: SimpleNamespace) -> list[Aim]:
-    """The factorised layers' speed, and the headline's quality against the dense DiT and
-    against the fewer-steps control at the same sampling FLOPs (paired over seeds)."""
-    head = r.head
-    quality = r.quality.ratio(head.key, "dense", "fd_digits")
-    vs_control = r.quality.ratio(head.key, "control", "fd_digits")
-    return [
-        aim(
-            "layers-speedup",
-            head.values["layers_speedup"],
-            1.5,
-            ">=",
-            interval=r.layers.speedup_interval(head.key),
-            row=head.key,
-            against="dense",
-            budget=cfg.headline_budget,
-        ),
-        aim(
-            "quality",
-            quality.value,
-            1.2,
-            "<=",
-            interval=quality.interval,
-            row=head.key,
-            against="dense",
-            budget=cfg.headline_budget,
-        ),
-        aim(
-            "beats-fewer-steps",
-            vs_control.value,
-            1.0,
-            "<=",
-            interval=vs_control.interval,
-            row=head.key,
-            against="control",
-            steps=head.steps,
-            control_steps=r.control.steps,
-        ),
-    ]
+def measure(cfg: Config, staging: Path) -> Outcome:
+    """Sample (paired seeds) and time the models, time the layers and LoRA; write figures."""
+    from reference.harness.scores import real_row
 
+    from .figures import budget_figure, error_vs_rank
+    from .notes import result_notes
 
-def _notes(cfg: Config, r: SimpleNamespace, flop_limit: float) -> list[Note]:
-    head, control, lora = r.head.values, r.control, r.lora
-    layer_speed = head["layers_speedup"]
-    notes = [
-        latency_note(cfg.repeats, cfg.latency_batch),
-        quality_note(cfg.n_eval, cfg.seeds),
-        note("timed-units", batch=cfg.latency_batch, steps=cfg.steps, layers=len(r.names)),
-        note("calibration", steps=cfg.steps, calib_n=cfg.calib_n, calib_steps=cfg.calib_steps),
-        note(
-            "amdahl",
-            budget=cfg.headline_budget,
-            speedup=head["speedup"],
-            limit=flop_limit,
-            layers_speedup=layer_speed,
-            mac_speedup=1 / r.head.kept,
-        ),
-        note(
-            "fewer-steps-control",
-            steps=r.head.steps,
-            control_steps=control.steps,
-            flops=float(head["gflops"]) / float(r.variants[0].values["gflops"]),
-            faster=r.whole.speedup_over(control.key, r.head.key),
-        ),
-        note("full-rank", max_diff=r.full_err),
-        note(
-            "lora-merge",
-            max_diff=lora.max_diff,
-            gflops=lora.gflops["lora-merged"],
-            extra=lora.gflops["lora-adapter"] - lora.gflops["lora-dense"],
-        ),
-        note("break-even-error", **error_at_break_even(r.dit, r.moments)),
-    ]
-    if layer_speed < 1.5:
-        notes.append(note("layers-speedup-gap", speedup=layer_speed, mac_speedup=1 / r.head.kept))
-    return notes
-
-
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Measure low-rank inference on the zoo DiT; write the figures into ``out``."""
-    from .figures import budget_curves, error_vs_rank
-
-    r = _run(cfg)
-    dense, head = r.variants[0].values, r.head.values
-    quality = r.quality.ratio(r.head.key, "dense", "fd_digits")
-    flop_limit = dense["gflops"] / head["gflops"]
+    run, (m, lay, lo) = measured(cfg)
     figures = [
-        Figure("low-rank-inference-error-vs-rank.png", "error-vs-rank"),
-        Figure("low-rank-inference-budget.png", "budget"),
+        Figure(f"{SLUG}-error-vs-rank.png", "error-vs-rank"),
+        Figure(f"{SLUG}-budget.png", "budget"),
     ]
-    error_vs_rank(r.dit, r.moments, out / figures[0].file)
-    budget_curves(r.variants, cfg, out / figures[1].file)
-    factorised = [v for v in r.variants if v.role == "technique"]
-    return Measurement(
+    error_vs_rank(run.curves, staging / figures[0].file)
+    budget_figure([*m.rows, *lay.rows], cfg, staging / figures[1].file)
+    factorised = [x for x in run.models if x.role == "technique"]
+    return outcome(
+        m,
         settings=settings_of(
             cfg,
             scheduler="ddim",
-            target_layers=len(r.names),
-            control_steps=r.control.steps,
-            rank_rows=[v.key for v in factorised],
-            ranks=[[v.ranks.get(n) for n in r.names] for v in factorised],
+            ode="clipped",
+            quality_reference="held-out-half",
+            target_layers=len(run.names),
+            control_steps=run.control.steps,
+            rank_rows=[x.key for x in factorised],
+            ranks=[[x.ranks.get(n) for n in run.names] for x in factorised],
         ),
-        metrics=_metrics(),
-        rows=[*_rows(r), real_reference_row(cfg.n_eval)],
-        headline=speedup_headline(
-            r.head.key,
-            r.whole,
-            limit=flop_limit,
-            limit_kind="estimate",
-            memory_ratio=head["params_m"] / dense["params_m"],
-            quality_ratio=quality.value,
-            quality_interval=quality.interval,
-        ),
-        aims=_aims(cfg, r),
-        notes=_notes(cfg, r, flop_limit),
+        notes=result_notes(cfg, run, m, lay),
         figures=figures,
+        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
+        more=[lay, lo],
     )
 
 
 def demo(cfg: Config, out: Path) -> None:
-    """Factorise at one budget, print error, speed and FDD per row, write the figures."""
-    from .figures import budget_curves, error_vs_rank
+    """Factorise at one budget; print fidelity, FDD and speed per row; write a sample grid."""
+    import torch
 
-    r = _run(cfg)
-    print(f"{'row':12} {'kept':>5} {'layers x':>8} {'model x':>7} {'eps err':>8} {'FDD':>7}")
+    from reference.harness import save_grid
+
+    run, (m, lay, _) = measured(cfg)
+    layer_speed = {r.id.removeprefix("layers-"): r.values["speedup"] for r in lay.rows}
     nan = float("nan")
-    for v in r.variants:
-        val = v.values
+    print(f"{'row':10} {'kept':>5} {'layers x':>8} {'model x':>7} {'RMS to x*':>9} {'FDD':>7}")
+    for r in m.rows:
+        v = r.values
         print(
-            f"{v.key:12} {val.get('kept') or 1.0:5.2f} {val.get('layers_speedup') or nan:8.2f} "
-            f"{val.get('speedup') or nan:7.2f} {val.get('eps_rel_error') or 0.0:8.4f} "
-            f"{val['fd_digits']:7.2f}"
+            f"{r.id:10} {v['kept']:5.2f} {layer_speed.get(r.id, nan):8.2f} {v['speedup']:7.2f} "
+            f"{v[FIDELITY]:9.4f} {v['fd_digits']:7.2f}"
         )
-    print(f"control: dense DiT with {r.control.values['nfe']:.0f} DDIM steps")
-    print(f"full rank reproduces every layer to {r.full_err:.1e} (max abs difference)")
-    print(f"LoRA merged vs adapter: max abs difference {r.lora.max_diff:.1e}")
-    a, b = (
-        out / "low-rank-inference-demo-error-vs-rank.png",
-        out / "low-rank-inference-demo-budget.png",
-    )
-    error_vs_rank(r.dit, r.moments, a)
-    budget_curves(r.variants, cfg, b)
-    print(f"{a}: relative output error against rank, plain and activation-aware SVD")
-    print(f"{b}: FDD ratio and measured speedups against the budget")
+    print(f"control: the dense DiT with {run.control.steps} DDIM steps")
+    print(f"full rank reproduces every layer to {run.full_rank:.1e} (max abs difference)")
+    print(f"LoRA merged vs adapter: max abs difference {run.lora.max_diff:.1e}")
+    grid = torch.cat([m.first[r.id][:10] for r in m.rows])
+    path = save_grid(grid, out / f"{SLUG}-demo.png", nrow=10)
+    print(f"{path} (rows: {', '.join(r.id for r in m.rows)})")

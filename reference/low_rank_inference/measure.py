@@ -1,7 +1,44 @@
-"""The measured models of the low-rank benchmark: the dense zoo DiT, its factorisations at each
-(method, budget), the fewer-steps control at the headline's sampling FLOPs, the full-rank check
-and the LoRA contrast. Quality over paired noise seeds; latency of whole DDIM samplings and of
-the factorised layers alone."""
+"""The models and the seed-independent measurements of the low-rank benchmark.
+
+The benchmark (`reference.low_rank_inference.bench`) declares three comparisons; this module
+builds what they compare and counts what does not vary with the seed:
+
+* the dense zoo DiT, its factorisations at each (method, budget), and the fewer-steps control
+  at the headline's sampling FLOPs (`Model`, `models`, `add_control`);
+* per model, one forward's FLOPs and parameters, the kept share of the factorised layers'
+  multiply-adds and the relative error of the predicted noise (`fill_facts`);
+* the inputs the factorised layers see in a dense forward, for timing them alone
+  (`layer_inputs`, `layers_call`);
+* the error-against-rank curves of two example layers (`error_curves`), the full-rank check
+  (`full_rank_error`) and the LoRA contrast (`lora_contrast`).
+
+Every sampler solves the clipped ODE of `reference.harness.ode` (DDIM on the trailing grid), from
+`make_noise(n, seed)` with the balanced labels `class_labels(n)`: every model starts from the
+same noise on every seed (paired seeds).
+
+Math
+====
+The fewer-steps control spends the headline's sampling FLOPs on the dense model:
+
+    k = max(1, round(S · F_low-rank / F_dense))                                      (1)
+
+for ``S`` steps of a model with ``F_low-rank`` FLOPs per forward. The relative error of the
+predicted noise on a fixed batch of noised test digits (seed-independent, a fact of the row):
+
+    e = ‖ε_low-rank − ε_dense‖ / ‖ε_dense‖                                           (2)
+
+and a layer's relative output error on the calibration inputs at rank ``r``
+(`reference.low_rank_inference.factorize.output_error_curve`), with ``C = E[x xᵀ]``:
+
+    err(r) = sqrt(tr(D C Dᵀ) / tr(W C Wᵀ)),  D = W − W_r                             (3)
+
+Pitfalls
+========
+* Calibration draws its own noise (`CALIBRATION_SEED`), apart from the quality seeds: noise
+  sets nest (`make_noise(k, s)` is the start of `make_noise(n, s)`), so calibrating on a
+  quality seed's noise would fit activation-aware SVD to the very trajectories it is scored on.
+* (3) is 0 at full rank; the curves stop one rank short of it so that a log axis can show them.
+"""
 
 from __future__ import annotations
 
@@ -13,46 +50,41 @@ from typing import Any
 import torch
 from torch import nn
 
-from .factorize import break_even_rank, factorize_layer, max_rank, output_error_curve, spectrum
+from .factorize import factorize_layer, max_rank, output_error_curve, spectrum
 from .lora import train_lora_demo
 from .plan import LowRankConfig, apply_low_rank, record_inputs
 
 CURVE_LAYERS = ("transformer_blocks.1.attn1.to_q", "transformer_blocks.1.ff.net.0.proj")
-"""The two example layers of the error-against-rank figure (a 96 -> 96 and a 96 -> 384 one)."""
+"""The two example layers of the error-against-rank curves (a 96 -> 96 and a 96 -> 384 one)."""
+CURVE_NAMES = ("q", "ff")
+"""Their short names in the ``break-even-error`` note."""
 LORA_LAYER = "transformer_blocks.0.ff.net.0.proj"
+CALIBRATION_SEED = 2000
+"""Noise of the calibration samples (no quality seed, no latency batch)."""
+LATENCY_SEED = 1000
+"""Noise of the timed samplings (apart from the quality seeds)."""
+EPS_SEED, INPUT_SEED, FULL_RANK_SEED, LORA_SEED = 7, 11, 3, 5
+"""Noised test digits of (2), of the recorded layer inputs, of the full-rank check; the LoRA
+target's perturbation."""
 
 
-def sampler(n: int, steps: int, seed: int) -> Callable[[nn.Module], torch.Tensor]:
-    """``run(model)``: ``n`` class-conditional DDIM samples from fixed noise (calibration)."""
+def sampler(model: nn.Module, n: int, steps: int, seed: int) -> Callable[[], torch.Tensor]:
+    """``run()``: ``n`` class-conditional samples of ``model``, DDIM in ``steps`` steps on the
+    clipped ODE, from ``make_noise(n, seed)``."""
+    from reference.harness import class_labels, make_noise, model_eps_fn
+    from reference.harness.ode import solve
 
-    def run(model: nn.Module) -> torch.Tensor:
-        return seeded_sampler(model, n, steps)(seed)
-
-    return run
-
-
-def seeded_sampler(model: nn.Module, n: int, steps: int) -> Callable[[int], torch.Tensor]:
-    """``run(seed)``: ``n`` class-conditional DDIM samples of ``model`` in ``steps`` steps from
-    ``make_noise(n, seed)`` (the same noise and labels for every model: paired seeds)."""
-    from reference import zoo
-    from reference.harness import class_labels, make_noise, model_eps_fn, sample
-
-    labels = class_labels(n)
-
-    def run(seed: int) -> torch.Tensor:
-        return sample(
-            model_eps_fn(model),
-            zoo.teacher_scheduler(),
-            make_noise(n, seed),
-            steps=steps,
-            labels=labels,
-        )
-
-    return run
+    eps, noise, labels = model_eps_fn(model), make_noise(n, seed), class_labels(n)
+    return lambda: solve(eps, noise, steps=steps, labels=labels)
 
 
-def eval_batch(n: int, seed: int = 7) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(x_t, t, labels)``: test digits noised at random timesteps (for output deviation)."""
+def calibration(n: int, steps: int) -> Callable[[nn.Module], torch.Tensor]:
+    """``run(model)``: the calibration sampling whose layer inputs activation-aware SVD sees."""
+    return lambda model: sampler(model, n, steps, CALIBRATION_SEED)()
+
+
+def eval_batch(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(x_t, t, labels)``: ``n`` test digits noised at random timesteps."""
     from reference.data import load_digits_tensors
     from reference.zoo.specs import noise_scheduler
 
@@ -65,7 +97,7 @@ def eval_batch(n: int, seed: int = 7) -> tuple[torch.Tensor, torch.Tensor, torch
 
 
 def forward(model: nn.Module, batch: tuple[torch.Tensor, ...]) -> Callable[[], torch.Tensor]:
-    """One denoiser forward on ``batch`` (the timed unit of the whole-model latency)."""
+    """One denoiser forward on ``batch``."""
     x, t, y = batch
 
     def run() -> torch.Tensor:
@@ -75,28 +107,9 @@ def forward(model: nn.Module, batch: tuple[torch.Tensor, ...]) -> Callable[[], t
     return run
 
 
-def _layers_call(
-    model: nn.Module, inputs: dict[str, torch.Tensor], names: Sequence[str]
-) -> Callable[[], None]:
-    """Run only the named layers (dense or factorised) of ``model`` on recorded inputs."""
-    layers = [(model.get_submodule(n), inputs[n]) for n in names]
-
-    def run() -> None:
-        with torch.inference_mode():
-            for layer, x in layers:
-                layer(x)
-
-    return run
-
-
-def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
-    """``||a - b|| / ||b||``."""
-    return float((a - b).norm() / b.norm().clamp_min(1e-30))
-
-
 @dataclass
-class Variant:
-    """One measured model: dense, or a factorisation (method, budget)."""
+class Model:
+    """One model under comparison: the dense DiT, a factorisation, or the control."""
 
     key: str
     config: dict[str, Any]
@@ -105,208 +118,139 @@ class Variant:
     steps: int
     kept: float = 1.0
     ranks: dict[str, int] = field(default_factory=dict)
-    values: dict[str, float | None] = field(default_factory=dict)
-    spread: dict[str, float] = field(default_factory=dict)
-    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    facts: dict[str, float] = field(default_factory=dict)
 
 
-def build_variants(
+def models(
     dit: nn.Module, names: list[str], moments: dict[str, torch.Tensor], cfg: Any
-) -> list[Variant]:
+) -> list[Model]:
     """The dense DiT and one factorised copy per (method, budget) of ``cfg``."""
-    out = [
-        Variant("dense", {"method": "dit-dense", "steps": cfg.steps}, "baseline", dit, cfg.steps)
-    ]
+    out = [Model("dense", {"method": "dit-dense", "steps": cfg.steps}, "baseline", dit, cfg.steps)]
     for method in cfg.methods:
         for budget in cfg.budgets:
             lr = LowRankConfig(tuple(names), budget=budget, method=method)
             model, plan = apply_low_rank(dit, lr, moments)
             config = {"method": method, "budget": budget, "steps": cfg.steps}
-            out.append(
-                Variant(
-                    f"{method}-{budget}",
-                    config,
-                    "technique",
-                    model,
-                    cfg.steps,
-                    plan.params_kept(dit),
-                    dict(plan.ranks),
-                )
-            )
+            key = f"{method}-{budget}"
+            kept = plan.params_kept(dit)
+            out.append(Model(key, config, "technique", model, cfg.steps, kept, dict(plan.ranks)))
     return out
 
 
 def control_steps(steps: int, flops_ratio: float) -> int:
-    """DDIM steps of the dense DiT that cost the FLOPs of ``steps`` steps of a model with
-    ``flops_ratio`` of its FLOPs per forward:
-
-        k = max(1, round(steps · F_low-rank / F_dense))                            (1)
-    """
+    """(1): dense DDIM steps that cost ``steps`` steps at ``flops_ratio`` of its FLOPs."""
     return max(1, round(steps * flops_ratio))  # (1)
 
 
-def add_control(variants: list[Variant], head: Variant) -> Variant:
-    """Append the matched-cost control: the dense DiT with (1) DDIM steps, so that it spends
-    ``head``'s sampling FLOPs the plain way (fewer steps of the dense model)."""
-    dense = variants[0]
-    k = control_steps(head.steps, float(head.values["gflops"]) / float(dense.values["gflops"]))
-    control = Variant(
-        "control", {"method": "dit-fewer-steps", "steps": k}, "control", dense.model, k
-    )
-    control.values.update(gflops=dense.values["gflops"], params_m=dense.values["params_m"], nfe=k)
-    variants.append(control)
+def add_control(all_models: list[Model], head: Model) -> Model:
+    """Append the matched-cost control: the dense DiT with (1) steps, ``head``'s sampling
+    FLOPs spent the plain way."""
+    dense = all_models[0]
+    k = control_steps(head.steps, head.facts["gflops"] / dense.facts["gflops"])
+    control = Model("control", {"method": "dit-fewer-steps", "steps": k}, "control", dense.model, k)
+    control.facts = {**dense.facts, "nfe": k}
+    all_models.append(control)
     return control
 
 
-def fill_costs(variants: list[Variant], cfg: Any) -> None:
-    """FLOPs and parameters of one forward, the kept share of multiply-adds, NFE and the
-    relative error of the predicted noise on noised test digits (one fixed batch)."""
+def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    """(2): ``‖a − b‖ / ‖b‖``."""
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))  # (2)
+
+
+def fill_facts(all_models: Sequence[Model], n: int) -> None:
+    """FLOPs and parameters of one forward, the kept share of multiply-adds, NFE and (2) on
+    ``n`` noised test digits, for every model."""
     from reference.harness import count_flops, count_parameters
 
-    dev_batch = eval_batch(min(cfg.n_eval, 256), seed=7)
-    ref_eps = forward(variants[0].model, dev_batch)()
-    one = tuple(t[:1] for t in dev_batch)
-    for v in variants:
-        v.values["gflops"] = count_flops(forward(v.model, one)) / 1e9
-        v.values["params_m"] = count_parameters(v.model) / 1e6
-        v.values["kept"] = v.kept
-        v.values["nfe"] = v.steps
-        v.values["eps_rel_error"] = relative_error(forward(v.model, dev_batch)(), ref_eps)
+    batch = eval_batch(n, EPS_SEED)
+    ref_eps = forward(all_models[0].model, batch)()
+    one = tuple(t[:1] for t in batch)
+    for m in all_models:
+        m.facts = {
+            "gflops": count_flops(forward(m.model, one)) / 1e9,
+            "params_m": count_parameters(m.model) / 1e6,
+            "kept": m.kept,
+            "nfe": m.steps,
+            "eps_rel_error": relative_error(forward(m.model, batch)(), ref_eps),
+        }
 
 
-QUALITY = ("fd_digits", "kid_digits", "accuracy")
+def layer_inputs(dit: nn.Module, names: Sequence[str], batch: int) -> dict[str, torch.Tensor]:
+    """The inputs of the named layers in one dense forward on ``batch`` noised test digits."""
+    return record_inputs(dit, names, lambda m: forward(m, eval_batch(batch, INPUT_SEED))())
 
 
-def measure_quality(variants: list[Variant], cfg: Any) -> Any:
-    """FDD, KID, accuracy and MSE against the dense DiT's samples of the same seed, for every
-    variant over ``cfg.seeds`` (paired); the means also go into ``values`` (for the figures).
-    Returns the ``SeedTable``."""
-    from reference.harness import class_labels, over_seeds, quality_report, trajectory_deviation
+def layers_call(
+    model: nn.Module, inputs: dict[str, torch.Tensor], names: Sequence[str]
+) -> Callable[[], None]:
+    """Run only the named layers (dense or factorised) of ``model`` on recorded inputs."""
+    layers = [(model.get_submodule(n), inputs[n]) for n in names]
 
-    labels = class_labels(cfg.n_eval)
+    def run() -> None:
+        for layer, x in layers:
+            layer(x)
 
-    def report(key: str, x: torch.Tensor, same: Any) -> dict[str, float]:
-        q = quality_report(x, labels)
-        mse = trajectory_deviation(x, same["dense"])["mse"]
-        return {**{m: q[m] for m in QUALITY}, "mse_vs_baseline": mse}
-
-    samplers = {v.key: seeded_sampler(v.model, cfg.n_eval, v.steps) for v in variants}
-    table = over_seeds(samplers, report, cfg.seeds, desc="low-rank: quality seeds")
-    for v in variants:
-        v.values.update(table.row_fields(v.key)[0])
-    return table
+    return run
 
 
-def _timed(lat: Any, variants: Sequence[Variant], prefix: str) -> None:
-    ms = "layers_ms" if prefix else "latency_ms"
-    for i, v in enumerate(variants):
-        v.values[ms] = lat.median_ms(v.key)
-        v.spread[ms] = lat.iqr_ms(v.key)
-        v.values[prefix + "speedup"] = lat.speedup[v.key]
-        if i:
-            v.intervals[prefix + "speedup"] = lat.speedup_interval(v.key)
-
-
-def _sampling(v: Variant, batch: int) -> Callable[[], torch.Tensor]:
-    """One whole DDIM sampling of ``batch`` digits by ``v`` (the timed unit; seed 99 is no
-    quality seed)."""
-    run = seeded_sampler(v.model, batch, v.steps)
-    return lambda: run(99)
-
-
-def measure_latency(variants: list[Variant], names: list[str], cfg: Any) -> tuple[Any, Any]:
-    """Two interleaved comparisons: one whole DDIM sampling of ``cfg.latency_batch`` digits per
-    variant (the control included), and the factorised layers alone on inputs recorded from a
-    dense forward (the control has the dense layers and is left out)."""
-    from reference.harness import compare_latency
-
-    dense = variants[0].model
-    lat_batch = eval_batch(cfg.latency_batch, seed=11)
-    layer_inputs = record_inputs(dense, names, lambda m: forward(m, lat_batch)())
-    whole = compare_latency(
-        {v.key: _sampling(v, cfg.latency_batch) for v in variants},
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
-    )
-    _timed(whole, variants, "")
-    models = [v for v in variants if v.role != "control"]
-    layers = compare_latency(
-        {v.key: _layers_call(v.model, layer_inputs, names) for v in models},
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
-    )
-    _timed(layers, models, "layers_")
-    return whole, layers
-
-
+@torch.no_grad()
 def full_rank_error(dit: nn.Module, names: list[str], moments: dict[str, torch.Tensor]) -> float:
     """Max abs difference between every layer and its full-rank factorisation (plain and
     activation-aware) on recorded DiT inputs."""
-    inputs = record_inputs(dit, names, lambda m: forward(m, eval_batch(8, seed=3))())
+    inputs = record_inputs(dit, names, lambda m: forward(m, eval_batch(8, FULL_RANK_SEED))())
     worst = 0.0
-    with torch.no_grad():
-        for n in names:
-            layer = dit.get_submodule(n)
-            for c in (None, moments[n]):
-                f = factorize_layer(layer, max_rank(layer), spectrum(layer, c))
-                worst = max(worst, float((f(inputs[n]) - layer(inputs[n])).abs().max()))
+    for n in names:
+        layer = dit.get_submodule(n)
+        for c in (None, moments[n]):
+            f = factorize_layer(layer, max_rank(layer), spectrum(layer, c))
+            worst = max(worst, float((f(inputs[n]) - layer(inputs[n])).abs().max()))
     return worst
 
 
-def error_at_break_even(dit: nn.Module, moments: dict[str, torch.Tensor]) -> dict[str, float]:
-    """Relative output error at the break-even rank of the two example layers, per method:
-    ``{"q_rank", "q_svd", "q_asvd", "ff_rank", "ff_svd", "ff_asvd"}`` (errors in percent)."""
-    out: dict[str, float] = {}
-    for short, n in zip(("q", "ff"), CURVE_LAYERS, strict=True):
+def error_curves(dit: nn.Module, moments: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """(3) for ranks ``1 .. max − 1`` of the two example layers, plain and activation-aware:
+    ``{"ranks", "series": ["q-svd", "q-asvd", "ff-svd", "ff-asvd"], "errors"}`` (fractions)."""
+    series, errors = [], []
+    top = min(max_rank(dit.get_submodule(n)) for n in CURVE_LAYERS) - 1
+    for short, n in zip(CURVE_NAMES, CURVE_LAYERS, strict=True):
         layer = dit.get_submodule(n)
-        r = break_even_rank(layer)
-        out[f"{short}_rank"] = r
         for method, c in (("svd", None), ("asvd", moments[n])):
-            out[f"{short}_{method}"] = (
-                100 * output_error_curve(layer, moments[n], spectrum(layer, c))[r - 1]
-            )
-    return out
+            series.append(f"{short}-{method}")
+            errors.append(output_error_curve(layer, moments[n], spectrum(layer, c))[:top])  # (3)
+    return {"ranks": list(range(1, top + 1)), "series": series, "errors": errors}
 
 
 @dataclass
-class LoRARun:
-    """LoRA on one DiT layer: dense, unmerged adapter and merged layer."""
+class LoRAContrast:
+    """LoRA on one DiT layer: the dense layer, the unmerged adapter and the merged layer, their
+    FLOPs per call on ``x``, and the largest difference of merged against adapter outputs."""
 
     rank: int
+    layers: dict[str, nn.Module]
+    x: torch.Tensor
     gflops: dict[str, float]
-    latency: Any
     max_diff: float
 
 
-def lora_demo(dit: nn.Module, cfg: Any) -> LoRARun:
-    """Train a rank-``cfg.lora_rank`` adapter towards a perturbed copy of a DiT layer, then
-    show that merging it gives the same outputs at the dense layer's cost."""
-    from reference.harness import compare_latency, count_flops
+def lora_contrast(dit: nn.Module, rank: int, steps: int, batch: int) -> LoRAContrast:
+    """Train a rank-``rank`` adapter towards a perturbed copy of a DiT layer (a stand-in for a
+    fine-tuned target: a low-rank change of its weights), then merge it."""
+    from reference.harness import count_flops
 
     base = dit.get_submodule(LORA_LAYER)
     target = copy.deepcopy(base)
-    gen = torch.Generator().manual_seed(5)
-    with torch.no_grad():  # a "fine-tuned" target: a low-rank change of the weights
+    gen = torch.Generator().manual_seed(LORA_SEED)
+    with torch.no_grad():
         u = torch.randn(base.out_features, 4, generator=gen)
         v = torch.randn(4, base.in_features, generator=gen)
         target.weight.add_(0.02 * u @ v)
-    lora = train_lora_demo(base, target, cfg.lora_rank, steps=cfg.lora_steps)
+    with torch.inference_mode(False), torch.enable_grad():
+        lora = train_lora_demo(base, target, rank, steps=steps)
     merged = lora.merged()
-    x = record_inputs(dit, [LORA_LAYER], lambda m: forward(m, eval_batch(cfg.latency_batch, 11))())
-    x = x[LORA_LAYER]
+    x = layer_inputs(dit, [LORA_LAYER], batch)[LORA_LAYER]
     with torch.no_grad():
         diff = float((merged(x) - lora(x)).abs().max())
-    mods = {"lora-dense": base, "lora-adapter": lora, "lora-merged": merged}
-    flops = {k: count_flops(lambda m=m: m(x)) / 1e9 for k, m in mods.items()}
-
-    def call(m: nn.Module) -> Callable[[], None]:
-        def run() -> None:
-            with torch.inference_mode():
-                m(x)
-
-        return run
-
-    lat = compare_latency(
-        {k: call(m) for k, m in mods.items()}, repeats=max(cfg.repeats, 5) * 5, warmup=cfg.warmup
-    )
-    return LoRARun(cfg.lora_rank, flops, lat, diff)
+    layers = {"lora-dense": base, "lora-adapter": lora, "lora-merged": merged}
+    flops = {k: count_flops(lambda m=m: m(x)) / 1e9 for k, m in layers.items()}
+    return LoRAContrast(rank, layers, x, flops, diff)
