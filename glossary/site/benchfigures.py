@@ -159,6 +159,10 @@ _FDD_NFE = Curves(
 )
 
 
+_BUDGETS = (0.35, 0.5, 0.75)
+"""The budgets of the low-rank benchmark's standard run (its ``Config.budgets``), in order."""
+
+
 def _batch_series(prefix: str, kinds: tuple[str, ...], batches: tuple[int, ...]) -> Any:
     return tuple(
         Series(tuple(f"{prefix}b{b}-{k}" for b in batches), f"chart.series-{prefix}{k}")
@@ -329,25 +333,46 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             prefix="E",
         ),
     ),
-    # reference/low_rank_inference/figures.py: the budget figure, per method
+    # reference/low_rank_inference/figures.py: budget_figure, per method: the fidelity and FDD of
+    # the sampling rows, the speedup of the layers-only rows and of the whole sampling
     ("low-rank-inference", "budget"): (
-        Curves(
-            "fd_digits",
-            "config.budget",
-            (
-                Series(("svd-0.35", "svd-0.5", "svd-0.75"), "chart.series-svd"),
-                Series(("asvd-0.35", "asvd-0.5", "asvd-0.75"), "chart.series-asvd"),
-            ),
-            log_y=True,
+        *(
+            Curves(
+                metric,
+                "config.budget",
+                tuple(
+                    Series(tuple(f"{m}-{b}" for b in _BUDGETS), f"chart.series-{m}")
+                    for m in ("svd", "asvd")
+                ),
+                log_y=True,
+            )
+            for metric in ("rms_to_solution", "fd_digits")
         ),
         Curves(
-            "layers_speedup",
+            "speedup",
             "config.budget",
-            (
-                Series(("svd-0.35", "svd-0.5", "svd-0.75"), "chart.series-svd"),
-                Series(("asvd-0.35", "asvd-0.5", "asvd-0.75"), "chart.series-asvd"),
+            tuple(
+                Series(tuple(f"{prefix}{m}-{b}" for b in _BUDGETS), f"chart.series-{m}-{part}")
+                for prefix, part in (("layers-", "layers"), ("", "whole"))
+                for m in ("svd", "asvd")
             ),
             ref_line=1.0,
+        ),
+    ),
+    # reference/low_rank_inference/figures.py: error_vs_rank, the output error of two layers per
+    # rank and method (kept in the break-even-error note: ranks, series, errors)
+    ("low-rank-inference", "error-vs-rank"): (
+        Sweep(
+            "",
+            "errors",
+            "ranks",
+            "chart.axis-rank",
+            "series",
+            log_y=True,
+            label="chart.rank-",
+            note="break-even-error",
+            y_title="chart.axis-output-error",
+            caption="chart.caption-error-vs-rank",
         ),
     ),
     # reference/pruning/measure.py: save_figures (FDD against the ratio, per criterion)
@@ -466,12 +491,13 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
     ),
 }
 
-NOT_IN_ROWS: dict[tuple[str, str], str] = {
-    ("low-rank-inference", "error-vs-rank"): "a sweep over ranks, not stored in the result",
-}
+NOT_IN_ROWS: dict[tuple[str, str], str] = {}
 """Charts that are not redrawn, and why (the data behind them is not in the result rows)."""
 
-AWAITING_RERUN: dict[tuple[str, str], str] = {}
+AWAITING_RERUN: dict[tuple[str, str], str] = {
+    ("low-rank-inference", "budget"): "the layers-only rows and the fidelity come with the port",
+    ("low-rank-inference", "error-vs-rank"): "the curves come with the port's break-even note",
+}
 """Charts of :data:`CHARTS` whose committed result may predate the data they are drawn from:
 the site keeps the committed PNG (:func:`replaced` is false) until the rerun stores it."""
 
