@@ -45,6 +45,7 @@ PORTED = (
     "consistency-latent-diffusion",
     "timestep-distillation",
     "conv-fusion",
+    "low-rank-inference",
 )
 """Benchmarks ported to the declared comparison (contract 2); the others still run on 1."""
 
