@@ -1,5 +1,5 @@
 """``python -m reference.pruning``: the shared technique command line (see ``--help``)."""
 
-from reference.harness.cli import main
+from reference.harness.entry import main
 
 main(__package__)

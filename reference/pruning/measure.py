@@ -1,11 +1,34 @@
-"""The measured models of the pruning benchmark, their measurements and figures.
+"""The networks the pruning benchmark compares, what each costs, how each samples, its figures.
 
-[`build_entries`][reference.pruning.measure.build_entries] makes the rows (the teacher, one-shot
-structured prunes, the zoo's fine-tuned prune and its from-scratch control, unstructured prunes) and
-[`add_fewer_steps_control`][reference.pruning.measure.add_fewer_steps_control] the teacher with
-fewer DDIM steps at the headline prune's sampling FLOPs; `measure` fills their cost, their quality
-over paired noise seeds and their interleaved sampling latency;
-[`save_figures`][reference.pruning.measure.save_figures] draws them.
+Idea
+====
+`networks` builds every network of the comparison once: the zoo teacher (baseline), its one-shot
+structured prunes at every ratio and importance criterion (approximations of the teacher, before
+any repair), the zoo's pruned + fine-tuned teacher and the same architecture trained from scratch
+(trained changes), unstructured magnitude prunes (sparsity without speed) and the teacher itself
+with fewer DDIM steps at the fine-tuned prune's sampling FLOPs (the matched-cost control). Each
+`Network` carries its counted cost (`facts`, values that do not vary with the seed) and the DDIM
+steps it samples with; `runner` samples it on the clipped ODE that every sampler of the harness
+solves (`reference.harness.ode`), so that the baseline converges as it takes more steps.
+
+Math
+====
+The fewer-steps control spends the FLOPs of the prune's sampling on the full teacher:
+
+    k = max(1, round(N · F_pruned / F_teacher))                                     (1)
+
+for ``N`` DDIM steps of the prune whose forward costs ``F_pruned`` multiply-accumulates. The cost
+of a row is counted, not measured:
+
+    flops_ratio = F_row / F_teacher,   gflops = F_row / 1e9   (MACs per forward)    (2)
+
+Pitfalls
+========
+* A Taylor prune needs the teacher's gradients: the teacher is pruned first and frozen after.
+* One-shot prunes share the fine-tuned prune's architecture at ratio 0.5: they are not timed
+  (their latency is the fine-tuned row's), only sampled and counted.
+* Unstructured rows keep every shape: FLOPs and latency are the teacher's; only ``sparsity``
+  changes.
 """
 
 from __future__ import annotations
@@ -13,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -23,43 +46,55 @@ from .structured import count_macs
 from .unstructured import weight_sparsity
 from .zoo_specs import FINETUNE_STEPS, PRUNE_RATIO, TAYLOR_T_MAX, load_pruned
 
+Role = Literal["baseline", "technique", "control", "reference"]
+LATENCY_SEED = 1000
+"""Noise seed of the latency batch (apart from the quality seeds)."""
+GRID_ROWS = ("teacher", "finetuned", "scratch")
+"""The rows of the sample grid, top to bottom."""
 CURVE_LABEL = {
     "l1": "one-shot, L1 norm",
     "taylor": "one-shot, Taylor",
     "random": "one-shot, random",
 }
-QUALITY = ("fd_digits", "kid_digits", "accuracy")
-"""The sample-quality metrics of every row (means over paired seeds)."""
-GRID_ROWS = ("teacher", "finetuned", "scratch")
 
 
-@dataclass
-class Entry:
-    """One measured model: its row id, configuration, role, DDIM steps and values.
+@dataclass(frozen=True)
+class Network:
+    """One row of the comparison: its id, language-neutral configuration, role, the network,
+    its DDIM steps, whether it is timed and its counted cost."""
 
-    ``timed`` rows enter the latency comparison (one-shot prunes do not: they are quality
-    figures of the damage before repair, and share their architecture with a timed row).
-    """
-
-    key: str
-    config: dict[str, Any]
-    role: str
-    model: nn.Module
+    id: str
+    config: Mapping[str, Any]
+    role: Role
+    net: nn.Module
     steps: int
     timed: bool = True
-    values: dict[str, float | None] = field(default_factory=dict)
-    spread: dict[str, float] = field(default_factory=dict)
+    facts: Mapping[str, float] = field(default_factory=dict)
 
 
-def build_entries(cfg: Any) -> list[Entry]:
-    """Teacher, one-shot structured prunes, zoo fine-tuned + scratch, unstructured prunes,
-    each with its cost filled in (``cfg`` is the benchmark's ``Config``)."""
-    from reference import zoo
+def control_steps(steps: int, flops_ratio: float) -> int:
+    """Teacher DDIM steps that cost what ``steps`` steps of a network with ``flops_ratio`` of
+    its FLOPs per forward cost, (1)."""
+    return max(1, round(steps * flops_ratio))  # (1)
 
-    teacher = zoo.load_teacher()
-    entries = [
-        Entry("teacher", {"method": "teacher", "steps": cfg.steps}, "baseline", teacher, cfg.steps)
-    ]
+
+def cost(net: nn.Module, steps: int, teacher_macs: float) -> dict[str, float]:
+    """The counted cost (2) of ``net`` sampling with ``steps`` DDIM steps."""
+    from reference.harness import count_parameters
+
+    macs = float(count_macs(net))
+    return {
+        "gflops": macs / 1e9,  # (2)
+        "flops_ratio": macs / teacher_macs,  # (2)
+        "params_m": count_parameters(net) / 1e6,
+        "sparsity": weight_sparsity(net),
+        "nfe": float(steps),
+    }
+
+
+def _one_shot(teacher: nn.Module, cfg: Any) -> list[tuple[str, dict[str, Any], nn.Module]]:
+    """Every (ratio, criterion) prune of the teacher, no fine-tuning."""
+    out = []
     for ratio in cfg.ratios:
         for crit in cfg.criteria:
             prune = PruningConfig(
@@ -69,146 +104,118 @@ def build_entries(cfg: Any) -> list[Entry]:
                 calibration_batches=cfg.calib_batches,
                 calibration_batch=cfg.calib_batch,
             )
-            model, _ = apply_pruning(teacher, prune)
-            config = {"method": f"structured-{crit}", "ratio": ratio}
-            # without the zoo rows the headline is the last criterion's first prune: time it
-            timed = not cfg.use_zoo and (ratio, crit) == (cfg.ratios[0], cfg.criteria[-1])
-            entries.append(Entry(f"{crit}-{ratio}", config, "technique", model, cfg.steps, timed))
-    if cfg.use_zoo:
-        zoo_rows = (
-            ("finetuned", "pruned-finetuned", "technique", "pruned_teacher"),
-            ("scratch", "pruned-scratch", "control", "pruned_scratch"),
-        )
-        for key, method, role, name in zoo_rows:
-            config = {"method": method, "ratio": PRUNE_RATIO, "steps": FINETUNE_STEPS}
-            entries.append(Entry(key, config, role, load_pruned(name), cfg.steps))
-    for amount in cfg.unstructured:
-        model, _ = apply_pruning(teacher, PruningConfig(amount, structured=False))
-        config = {"method": "unstructured", "amount": amount}
-        entries.append(Entry(f"unstructured-{amount}", config, "reference", model, cfg.steps))
-    for e in entries:
-        _fill_cost(e, entries[0])
-    return entries
+            net, _ = apply_pruning(teacher, prune)
+            out.append((f"{crit}-{ratio}", {"method": f"structured-{crit}", "ratio": ratio}, net))
+    return out
 
 
-def _fill_cost(e: Entry, base: Entry) -> None:
-    from reference.harness import count_parameters
-
-    flops = count_macs(e.model)
-    e.values["gflops"] = flops / 1e9
-    e.values["flops_ratio"] = e.values["gflops"] / float(base.values["gflops"] or 1.0)
-    e.values["params_m"] = count_parameters(e.model) / 1e6
-    e.values["sparsity"] = weight_sparsity(e.model)
-    e.values["nfe"] = e.steps
-
-
-def control_steps(steps: int, flops_ratio: float) -> int:
-    """DDIM steps of the teacher that cost what ``steps`` steps of a model with ``flops_ratio``
-    of its FLOPs per forward cost:
-
-        k = max(1, round(steps · F_pruned / F_teacher))                            (1)
-    """
-    return max(1, round(steps * flops_ratio))  # (1)
-
-
-def add_fewer_steps_control(entries: list[Entry], head: Entry) -> Entry:
-    """Append the matched-cost control: the teacher itself with (1) steps, so that it spends
-    the FLOPs of ``head``'s sampling the plain way (fewer steps instead of a smaller model)."""
-    base = entries[0]
-    k = control_steps(head.steps, float(head.values["flops_ratio"] or 1.0))
-    control = Entry(
-        "fewer-steps", {"method": "teacher-fewer-steps", "steps": k}, "control", base.model, k
-    )
-    _fill_cost(control, base)
-    entries.append(control)
-    return control
-
-
-def _sampler(e: Entry, n: int, labels: torch.Tensor) -> Callable[[int], torch.Tensor]:
-    """``run(seed)``: ``n`` class-conditional DDIM samples of ``e`` from ``make_noise(n, seed)``."""
+def networks(cfg: Any) -> list[Network]:
+    """Every row's network with its cost, in the result's order (``cfg``: the bench's
+    ``Config``); the fewer-steps control last, its steps (1) from the fine-tuned prune's FLOPs."""
     from reference import zoo
-    from reference.harness import make_noise, model_eps_fn, sample
+    from reference.harness.sampling import frozen
+
+    teacher = zoo.load_teacher()
+    built: list[tuple[str, dict[str, Any], Role, nn.Module, bool]] = [
+        ("teacher", {"method": "teacher", "steps": cfg.steps}, "baseline", teacher, True)
+    ]
+    built += [(k, c, "technique", n, False) for k, c, n in _one_shot(teacher, cfg)]
+    zoo_budget = {"ratio": PRUNE_RATIO, "steps": FINETUNE_STEPS}
+    built.append(
+        (
+            "finetuned",
+            {"method": "pruned-finetuned", **zoo_budget},
+            "technique",
+            load_pruned("pruned_teacher"),
+            True,
+        )
+    )
+    built.append(
+        (
+            "scratch",
+            {"method": "pruned-scratch", **zoo_budget},
+            "control",
+            load_pruned("pruned_scratch"),
+            True,
+        )
+    )
+    for amount in cfg.unstructured:
+        net, _ = apply_pruning(teacher, PruningConfig(amount, structured=False))
+        built.append(
+            (
+                f"unstructured-{amount}",
+                {"method": "unstructured", "amount": amount},
+                "reference",
+                net,
+                True,
+            )
+        )
+    base = float(count_macs(teacher))
+    rows = [
+        Network(k, c, role, frozen(net), cfg.steps, timed, cost(net, cfg.steps, base))
+        for k, c, role, net, timed in built
+    ]
+    head = next(r for r in rows if r.id == "finetuned")
+    k = control_steps(cfg.steps, head.facts["flops_ratio"])
+    config = {"method": "teacher-fewer-steps", "steps": k}
+    rows.append(Network("fewer-steps", config, "control", teacher, k, True, cost(teacher, k, base)))
+    return rows
+
+
+def runner(net: Network, n: int, seed: int) -> Callable[[], torch.Tensor]:
+    """``n`` class-conditional samples of ``net`` from the noise of ``seed``: DDIM with its
+    steps on the clipped ODE, the labels `class_labels(n)` (what the held-out score reads)."""
+    from reference.harness import class_labels, make_noise, model_eps_fn
+    from reference.harness.ode import solve
+
+    eps, noise, labels = model_eps_fn(net.net), make_noise(n, seed=seed), class_labels(n)
+    return lambda: solve(eps, noise, steps=net.steps, labels=labels)
+
+
+def solution_of(teacher: nn.Module, n: int, steps: int) -> Callable[[int], torch.Tensor]:
+    """The teacher's converged solution of each quality seed's noise and labels (cached by
+    content, `reference.harness.solutions`): what every one-shot prune approximates."""
+    from reference.harness import class_labels, make_noise
+    from reference.harness.solutions import solution
 
     def run(seed: int) -> torch.Tensor:
-        noise = make_noise(n, seed)
-        return sample(
-            model_eps_fn(e.model), zoo.teacher_scheduler(), noise, steps=e.steps, labels=labels
-        )
+        return solution(teacher, make_noise(n, seed=seed), labels=class_labels(n), steps=steps)
 
     return run
 
 
-def measure_quality(entries: list[Entry], cfg: Any, grid: dict[str, torch.Tensor]) -> Any:
-    """FDD, KID, accuracy and MSE against the teacher's samples of the same seed, for every
-    row over ``cfg.seeds`` (paired: the same noise and labels per seed). The first seed's
-    samples of the grid rows are kept in ``grid``. Returns the ``SeedTable``."""
-    from reference.harness import class_labels, over_seeds, quality_report, trajectory_deviation
+def torch_pruning_version() -> str:
+    """The installed Torch-Pruning version as an identifier (``unknown`` if it has none)."""
+    import re
 
-    labels = class_labels(cfg.n_samples)
+    import torch_pruning as tp
 
-    def report(key: str, x: torch.Tensor, same: Mapping[str, torch.Tensor]) -> dict[str, float]:
-        if key in GRID_ROWS and key not in grid:
-            grid[key] = x[:10]
-        q = quality_report(x, labels)
-        mse = trajectory_deviation(x, same["teacher"])["mse"]
-        return {**{m: q[m] for m in QUALITY}, "mse_vs_baseline": mse}
-
-    samplers = {e.key: _sampler(e, cfg.n_samples, labels) for e in entries}
-    return over_seeds(samplers, report, cfg.seeds, desc="pruning: quality seeds")
-
-
-def measure_latency(entries: list[Entry], cfg: Any) -> Any:
-    """One DDIM sampling of ``cfg.latency_batch`` digits per timed row, interleaved
-    (`compare_latency`); returns the ``LatencyComparison``."""
-    from reference.harness import class_labels, compare_latency
-
-    labels = class_labels(cfg.latency_batch)
-    timed = {e.key: _sampler(e, cfg.latency_batch, labels) for e in entries if e.timed}
-    lat = compare_latency(
-        {k: (lambda run=run: run(99)) for k, run in timed.items()},
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
-    )
-    for e in entries:
-        if e.key in timed:
-            e.values["latency_ms"] = lat.median_ms(e.key)
-            e.spread["latency_ms"] = lat.iqr_ms(e.key)
-            e.values["speedup"] = lat.speedup[e.key]
-    return lat
+    version = str(getattr(tp, "__version__", "unknown")).lower()
+    return version if re.fullmatch(r"[a-z0-9]+([._-][a-z0-9]+)*", version) else "unknown"
 
 
 def save_figures(
-    entries: Sequence[Entry],
-    q: Any,
-    cfg: Any,
-    curve: Path,
-    grid: Path | None,
-    samples: Mapping[str, torch.Tensor],
+    m: Any, ratios: Sequence[float], criteria: Sequence[str], curve: Path, grid: Path
 ) -> None:
-    """FDD (mean over seeds) against the fraction of channels removed (``curve``) and, when
-    the zoo rows exist, a sample grid of teacher / fine-tuned / scratch (``grid``)."""
+    """FDD (mean over seeds) against the fraction of channels removed, one curve per criterion
+    with the teacher, fine-tuned and scratch levels (``curve``); a sample grid of the first
+    seed, ten of each of `GRID_ROWS` (``grid``). ``m`` is the measured comparison."""
     from reference.harness import curve_plot, save_grid
 
-    keys = {e.key for e in entries}
-
     def fd(key: str) -> float:
-        return q.summary(key, "fd_digits").value
+        return m.table.summary(key, "fd_digits").value
 
-    series = {CURVE_LABEL[c]: [fd(f"{c}-{r}") for r in cfg.ratios] for c in cfg.criteria}
-    hlines = {"teacher": fd("teacher")}
-    for key, label in (("finetuned", "50% + fine-tuning"), ("scratch", "50% from scratch")):
-        if key in keys:
-            hlines[label] = fd(key)
+    series = {CURVE_LABEL[c]: [fd(f"{c}-{r}") for r in ratios] for c in criteria}
+    levels = {"teacher": fd("teacher"), "50% + fine-tuning": fd("finetuned")}
+    levels["50% from scratch"] = fd("scratch")
     curve_plot(
-        list(cfg.ratios),
+        list(ratios),
         series,
         curve,
         xlabel="fraction of channels removed",
         ylabel="FDD (lower is better)",
         title="Structured pruning of the zoo U-Net",
         logy=True,
-        hlines=hlines,
+        hlines=levels,
     )
-    rows = [samples[k] for k in GRID_ROWS if k in samples]
-    if grid is not None and len(rows) > 1:
-        save_grid(torch.cat(rows), grid)
+    save_grid(torch.cat([m.first[k][:10] for k in GRID_ROWS]), grid)
