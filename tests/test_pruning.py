@@ -1,12 +1,14 @@
 """reference.pruning: the structured prune keeps GroupNorm groups, attention heads and the
 attention temperature consistent, rebuilds from its configuration, really shrinks the model;
 unstructured pruning zeroes weights without changing FLOPs; apply_pruning follows its
-configuration; the benchmark configuration rejects bad options; the quick benchmark judges the
-prune on paired seeds against the from-scratch and the fewer-steps controls."""
+configuration; the benchmark refuses bad options before any work, declares the trained rows on
+the FDD and the one-shot rows with the fidelity beside it; the quick benchmark judges the prune on
+paired seeds against the from-scratch and the fewer-steps controls."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -207,27 +209,74 @@ def test_apply_pruning_structured_equals_prune_unet(half) -> None:
         assert torch.allclose(_forward(again, inputs), _forward(pruned, inputs), atol=1e-5)
 
 
-def test_bench_config_rejects_bad_options_with_one_line() -> None:
-    from dataclasses import replace
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--ratios", "1.0"], "--ratios"),  # a ratio lies in (0, 1)
+        (["--unstructured", "0"], "--unstructured"),
+        (["--criteria", "bogus"], "--criteria"),
+        (["--steps", "0"], "--steps"),
+        (["--n-quality", "150"], "--n-quality"),  # more than the held-out real half offers
+        (["--n-quality", "25"], "multiple of 10"),  # class-balanced samples
+        (["--seeds", "3"], "--seeds"),  # one seed gives no interval
+        (["--repeats", "0"], "--repeats"),
+    ],
+)
+def test_bad_options_are_one_line_before_any_network_is_built(
+    args: list[str], message: str, refused_in_one_line: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reference.pruning import bench
 
-    from reference.pruning.bench import FULL
+    monkeypatch.setattr(bench, "networks", lambda cfg: pytest.fail("a network was built"))
+    assert message in refused_in_one_line("reference.pruning", args)
 
-    for change, message in (
-        ({"ratios": (1.0,)}, r"--ratios must be in \(0, 1\), got \[1.0\]"),
-        ({"steps": 0}, "--steps must be >= 1, got 0"),
-        ({"repeats": 0}, "--repeats must be >= 1, got 0"),
-        ({"criteria": ("bogus",)}, "--criteria: unknown 'bogus'"),
-        ({"n_samples": 1}, "--n-samples must be >= 2, got 1"),
-        ({"seeds": (3,)}, "--seeds needs at least 2 distinct"),
-    ):
-        with pytest.raises(ValueError, match=message) as info:
-            replace(FULL, **change).validate()
-        assert "\n" not in str(info.value)
-    FULL.validate()
-    from reference.harness.seeds import N_QUALITY, SEEDS
 
-    assert FULL.n_samples == N_QUALITY and FULL.seeds == SEEDS
-    assert FULL.repeats >= 15 and FULL.warmup >= 1
+def _stand_ins() -> list[Any]:
+    """The benchmark's rows with identity networks and hand-set costs (nothing is pruned)."""
+    from reference.pruning.measure import Network
+
+    def net(id: str, role: str, timed: bool = True, steps: int = 4, **facts: float) -> Any:
+        cost = {"flops_ratio": 1.0, "params_m": 1.0, **facts}
+        return Network(id, {"method": id}, role, nn.Identity(), steps, timed, cost)  # type: ignore[arg-type]
+
+    return [
+        net("teacher", "baseline"),
+        net("l1-0.5", "technique", timed=False, flops_ratio=0.25, params_m=0.25),
+        net("finetuned", "technique", flops_ratio=0.25, params_m=0.25),
+        net("scratch", "control", flops_ratio=0.25, params_m=0.25),
+        net("fewer-steps", "control", steps=1),
+    ]
+
+
+def test_trained_rows_are_judged_on_fdd_and_one_shot_rows_carry_the_fidelity() -> None:
+    from reference.harness.compare import FIDELITY, judge
+    from reference.harness.seeds import SeedTable
+    from reference.pruning.bench import HEAD, QUICK, comparison
+
+    c = comparison(QUICK, _stand_ins())
+    roles = {v.id: (v.role, v.timed is not None, v.sample is not None) for v in c.variants}
+    assert roles["l1-0.5"] == ("technique", False, True)  # one-shot: sampled, not timed
+    assert all(timed and sampled for k, (_, timed, sampled) in roles.items() if k != "l1-0.5")
+    assert c.solution is not None  # every sampled row gets rms_to_solution beside its FDD
+    assert c.headline.row == HEAD and c.headline.quality == "fd_digits"
+    assert c.headline.limit == pytest.approx(4.0) and c.headline.limit_kind == "estimate"
+    assert c.headline.memory_ratio == pytest.approx(0.25)
+    assert {a.row for a in c.aims} == {HEAD}
+    assert all(getattr(a, "metric", "fd_digits") == "fd_digits" for a in c.aims)
+    assert FIDELITY not in {getattr(a, "metric", None) for a in c.aims}
+    q = SeedTable((0, 1, 2))
+    # per seed: the prune within 1.3x of the teacher, better than both controls
+    per_seed = {
+        "teacher": (8.0, 9.0, 8.5),
+        HEAD: (9.0, 10.0, 9.8),
+        "scratch": (30.0, 32.0, 31.0),
+        "fewer-steps": (20.0, 22.0, 21.0),
+    }
+    for s in range(3):
+        for key, fd in per_seed.items():
+            q.add(key, {"fd_digits": fd[s]})
+    states = {a.id: judge(a, q, None, {}).state for a in c.aims if a.id != "speedup"}
+    assert states == {"quality": "met", "beats-fewer-steps": "met", "beats-scratch": "met"}
 
 
 def test_the_fewer_steps_control_spends_the_prunes_sampling_flops() -> None:
@@ -244,25 +293,29 @@ def test_quick_benchmark_judges_the_prune_on_paired_seeds_against_two_controls(
     quick_result,
 ) -> None:
     result = quick_result("pruning")
+    settings = result["settings"]
     rows = {r["id"]: r for r in result["rows"]}
     roles = {k: r["role"] for k, r in rows.items()}
     assert roles["scratch"] == roles["fewer-steps"] == "control"
     assert roles["teacher"] == "baseline" and roles["real"] == "reference"
-    seeds = result["settings"]["seeds"]
+    assert roles["l1-0.5"] == roles["taylor-0.5"] == roles["finetuned"] == "technique"
     for key, row in rows.items():
-        if key != "real":
-            assert len(row["seeds"]["fd_digits"]) == len(seeds)
-            assert {"fd_digits", "kid_digits"} <= set(row["intervals"])
-    assert rows["real"]["config"]["n"] == result["settings"]["n_samples"]
+        if key != "real":  # every sampled row: the FDD and the fidelity, per paired seed
+            assert {len(row["seeds"][m]) for m in ("fd_digits", "rms_to_solution")} == {
+                len(settings["seeds"])
+            }
+            assert {"fd_digits", "kid_digits", "rms_to_solution"} <= set(row["intervals"])
+    assert rows["real"]["config"]["n"] == settings["n_quality"]
     # the control runs the teacher with the steps whose FLOPs match the prune's sampling
     head = rows["finetuned"]
     k = rows["fewer-steps"]["config"]["steps"]
-    assert k == max(1, round(result["settings"]["steps"] * head["values"]["flops_ratio"]))
-    assert rows["fewer-steps"]["values"]["nfe"] == k == result["settings"]["control_steps"]
-    # every timed row carries its speedup interval; one-shot prunes are quality-only rows
+    assert k == max(1, round(settings["steps"] * head["values"]["flops_ratio"]))
+    assert rows["fewer-steps"]["values"]["nfe"] == k == settings["control_steps"]
+    # every timed row keeps its raw rounds against the teacher; one-shot prunes are not timed
     for key in ("finetuned", "scratch", "fewer-steps", "unstructured-0.5"):
         assert "speedup" in rows[key]["intervals"]
-    assert "latency_ms" not in rows["l1-0.5"]["values"]
+        assert rows[key]["rounds"]["against"] == "teacher"
+    assert "latency_ms" not in rows["l1-0.5"]["values"] and "rounds" not in rows["l1-0.5"]
     aims = {a["id"]: a for a in result["aims"]}
     assert set(aims) == {"speedup", "quality", "beats-fewer-steps", "beats-scratch"}
     assert {a["row"] for a in aims.values()} == {"finetuned"}
@@ -272,12 +325,19 @@ def test_quick_benchmark_judges_the_prune_on_paired_seeds_against_two_controls(
         assert a["interval"] is not None and a["interval"][0] <= a["measured"] <= a["interval"][1]
     fd = {key: rows[key]["seeds"]["fd_digits"] for key in ("finetuned", "fewer-steps")}
     logs = [math.log(a / b) for a, b in zip(fd["finetuned"], fd["fewer-steps"], strict=True)]
+    # the paired ratio is exp of a mean of logs; both sides compute it in float64
     assert aims["beats-fewer-steps"]["measured"] == pytest.approx(math.exp(sum(logs) / len(logs)))
-    # the FLOP ratio is a fact (a note) and only an estimate of the latency limit
+    # a trained change headlines the distribution; the FLOP ratio only estimates the limit
     headline = result["headline"]
-    assert headline["row"] == "finetuned" and headline["limit_kind"] == "estimate"
+    assert headline["row"] == "finetuned" and headline["quality_metric"] == "fd_digits"
+    assert headline["limit_kind"] == "estimate"
     assert headline["speedup_limit"] == pytest.approx(1 / head["values"]["flops_ratio"])
-    assert headline["quality_interval"] is not None
-    notes = {n["id"] for n in result["notes"]}
-    assert {"quality-protocol", "latency-protocol", "structured-is-smaller"} <= notes
-    assert {"fewer-steps-control", "fdd-at-n"} & notes == {"fewer-steps-control"}
+    notes = {n["id"]: n["params"] for n in result["notes"]}
+    assert {"quality-protocol", "latency-protocol", "yardsticks", "held-out-reference"} <= set(
+        notes
+    )
+    # the one-shot note quotes the most faithful one-shot row (the least RMS to the solution)
+    one_shot = [rows[f"{c}-0.5"]["values"] for c in settings["criteria"]]
+    best = min(one_shot, key=lambda v: v["rms_to_solution"])
+    assert notes["one-shot"]["best"] == best["rms_to_solution"]
+    assert notes["one-shot"]["best_fd"] == best["fd_digits"]

@@ -119,7 +119,7 @@ def test_glossary_bench_runs_the_sanity_study_the_fifteen_then_the_other_studies
     monkeypatch.setattr(study, "main", lambda s, argv: calls.append((s.slug, argv)) or 0)
     monkeypatch.setattr(glossary.cli, "UNMEASURED", ())
     from reference.harness import entry
-    from reference.registry import slugs
+    from reference.registry import REFERENCE_DIR, slugs
 
     ported = [s for s in slugs() if entry.contract_version(s) == entry.CONTRACT]
     old = [s for s in slugs() if s not in ported]
@@ -140,11 +140,12 @@ def test_glossary_bench_runs_the_sanity_study_the_fifteen_then_the_other_studies
     assert cmd_bench(["stacking", "--quick", "--threads", "1"]) == 0
     assert calls == [("stacking", ["--bench", "--quick", "--threads", "1"])]
     calls.clear()
+    results = str(REFERENCE_DIR / "results")  # pruning is ported: its standard run, by entry
     assert cmd_bench(["pruning", "realshape"]) == 0
-    assert calls == [("runner", ["pruning"]), ("realshape", ["--bench"])]
+    assert calls == [("entry", ["pruning", results]), ("realshape", ["--bench"])]
     calls.clear()
     assert cmd_bench(["pruning"]) == 0
-    assert calls == [("runner", ["pruning"])]
+    assert calls == [("entry", ["pruning", results])]
     calls.clear()
     assert cmd_bench(["--out", "stacking"]) == 0  # a folder named stacking, not the study alone
     assert calls == [
