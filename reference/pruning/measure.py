@@ -34,7 +34,7 @@ Pitfalls
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -92,8 +92,8 @@ def cost(net: nn.Module, steps: int, teacher_macs: float) -> dict[str, float]:
     }
 
 
-def _one_shot(teacher: nn.Module, cfg: Any) -> list[tuple[str, dict[str, Any], nn.Module]]:
-    """Every (ratio, criterion) prune of the teacher, no fine-tuning."""
+def _one_shot(teacher: nn.Module, cfg: Any) -> list[Network]:
+    """Every (ratio, criterion) prune of the teacher, no fine-tuning (sampled, not timed)."""
     out = []
     for ratio in cfg.ratios:
         for crit in cfg.criteria:
@@ -105,8 +105,16 @@ def _one_shot(teacher: nn.Module, cfg: Any) -> list[tuple[str, dict[str, Any], n
                 calibration_batch=cfg.calib_batch,
             )
             net, _ = apply_pruning(teacher, prune)
-            out.append((f"{crit}-{ratio}", {"method": f"structured-{crit}", "ratio": ratio}, net))
+            config = {"method": f"structured-{crit}", "ratio": ratio}
+            out.append(Network(f"{crit}-{ratio}", config, "technique", net, cfg.steps, False))
     return out
+
+
+ZOO_ROWS: tuple[tuple[str, str, Role, str], ...] = (
+    ("finetuned", "pruned-finetuned", "technique", "pruned_teacher"),
+    ("scratch", "pruned-scratch", "control", "pruned_scratch"),
+)
+"""(row id, method, role, zoo model) of the trained rows: the same architecture and budget."""
 
 
 def networks(cfg: Any) -> list[Network]:
@@ -116,47 +124,20 @@ def networks(cfg: Any) -> list[Network]:
     from reference.harness.sampling import frozen
 
     teacher = zoo.load_teacher()
-    built: list[tuple[str, dict[str, Any], Role, nn.Module, bool]] = [
-        ("teacher", {"method": "teacher", "steps": cfg.steps}, "baseline", teacher, True)
-    ]
-    built += [(k, c, "technique", n, False) for k, c, n in _one_shot(teacher, cfg)]
-    zoo_budget = {"ratio": PRUNE_RATIO, "steps": FINETUNE_STEPS}
-    built.append(
-        (
-            "finetuned",
-            {"method": "pruned-finetuned", **zoo_budget},
-            "technique",
-            load_pruned("pruned_teacher"),
-            True,
-        )
-    )
-    built.append(
-        (
-            "scratch",
-            {"method": "pruned-scratch", **zoo_budget},
-            "control",
-            load_pruned("pruned_scratch"),
-            True,
-        )
-    )
+    config: dict[str, Any] = {"method": "teacher", "steps": cfg.steps}
+    rows = [Network("teacher", config, "baseline", teacher, cfg.steps)]
+    rows += _one_shot(teacher, cfg)  # pruned before the teacher is frozen: Taylor needs grads
+    budget = {"ratio": PRUNE_RATIO, "steps": FINETUNE_STEPS}
+    for key, method, role, name in ZOO_ROWS:
+        config = {"method": method, **budget}
+        rows.append(Network(key, config, role, load_pruned(name), cfg.steps))
     for amount in cfg.unstructured:
         net, _ = apply_pruning(teacher, PruningConfig(amount, structured=False))
-        built.append(
-            (
-                f"unstructured-{amount}",
-                {"method": "unstructured", "amount": amount},
-                "reference",
-                net,
-                True,
-            )
-        )
+        config = {"method": "unstructured", "amount": amount}
+        rows.append(Network(f"unstructured-{amount}", config, "reference", net, cfg.steps))
     base = float(count_macs(teacher))
-    rows = [
-        Network(k, c, role, frozen(net), cfg.steps, timed, cost(net, cfg.steps, base))
-        for k, c, role, net, timed in built
-    ]
-    head = next(r for r in rows if r.id == "finetuned")
-    k = control_steps(cfg.steps, head.facts["flops_ratio"])
+    rows = [replace(r, net=frozen(r.net), facts=cost(r.net, r.steps, base)) for r in rows]
+    k = control_steps(cfg.steps, next(r for r in rows if r.id == "finetuned").facts["flops_ratio"])
     config = {"method": "teacher-fewer-steps", "steps": k}
     rows.append(Network("fewer-steps", config, "control", teacher, k, True, cost(teacher, k, base)))
     return rows
