@@ -29,24 +29,24 @@ FIGURES = {
     "async-pipeline": 88,
     "baseline-sanity": 83,
     "classifier-guidance": 95,
-    "consistency-latent-diffusion": 50,
-    "conv-fusion": 6,
+    "consistency-latent-diffusion": 125,
+    "conv-fusion": 327,
     "feature-caching": 116,
     "gradient-checkpointing": 35,
     "grid-search": 72,
-    "low-rank-inference": 79,
+    "low-rank-inference": 165,
     "mixture-of-experts": 65,
     "pruning": 114,
     "realshape": 39,
     "scheduler-tradeoff": 75,
     "stacking": 1379,
     "stochastic-reparameterization": 34,
-    "timestep-distillation": 65,
+    "timestep-distillation": 155,
     "tpu-deployment": 69,
 }
 """How many figures the check recomputes in each committed result (a rerun that changes a
-result's rows updates its count here). Conv fusion and gradient checkpointing keep no per-seed
-values, so little of theirs is derivable; the stacking study's matrices are most of its count."""
+result's rows updates its count here). Gradient checkpointing keeps no per-seed values, so
+little of it is derivable; the stacking study's matrices are most of its count."""
 
 
 def _committed(slug: str) -> dict[str, Any]:
