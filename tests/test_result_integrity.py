@@ -36,7 +36,7 @@ FIGURES = {
     "grid-search": 72,
     "low-rank-inference": 165,
     "mixture-of-experts": 65,
-    "pruning": 114,
+    "pruning": 162,
     "realshape": 39,
     "scheduler-tradeoff": 75,
     "stacking": 1379,
