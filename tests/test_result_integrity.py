@@ -41,7 +41,7 @@ FIGURES = {
     "scheduler-tradeoff": 75,
     "stacking": 1379,
     "stochastic-reparameterization": 34,
-    "timestep-distillation": 155,
+    "timestep-distillation": 176,
     "tpu-deployment": 69,
 }
 """How many figures the check recomputes in each committed result (a rerun that changes a
