@@ -22,7 +22,7 @@ def quality_curve(path: Path, table: SeedTable, steps: Sequence[int], real_fdd: 
     held-out real digits at the same n."""
     from reference.harness import curve_plot
 
-    from .bench import BASELINE, BASELINE_STEPS
+    from .config import BASELINE, BASELINE_STEPS
     from .core import BASE_STEPS
 
     xs = sorted(steps)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from reference.harness.cost import latency_note
 from reference.harness.results import note
 
+from .config import BASELINE, BASELINE_STEPS
 from .core import BASE_STEPS, timestep_grid
 from .students import STUDENTS
 from .train import PLAN
@@ -27,7 +28,7 @@ from .train import PLAN
 if TYPE_CHECKING:
     from reference.harness.compare import Measured
 
-    from .bench import Config
+    from .config import Config
 
 
 def train_seconds(*names: str) -> float:
@@ -40,8 +41,6 @@ def train_seconds(*names: str) -> float:
 def notes(cfg: Config, m: Measured) -> list[Any]:
     """The result's notes, in the order the page shows them."""
     from reference.harness import ode, quality_note
-
-    from .bench import BASELINE_STEPS, nfe_ratio
 
     h = cfg.headline_steps
     head, control = f"student{h}", f"teacher{h}"
@@ -80,3 +79,10 @@ def notes(cfg: Config, m: Measured) -> list[Any]:
         ),
         note("x-space-student"),
     ]
+
+
+def nfe_ratio(m: Measured) -> float:
+    """(3) of the bench module: the counted network evaluations of the baseline over the headline
+    student's."""
+    head = m.comparison.headline.row
+    return m.table.summary(BASELINE, "nfe").value / m.table.summary(head, "nfe").value
