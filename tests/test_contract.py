@@ -47,6 +47,7 @@ PORTED = (
     "conv-fusion",
     "low-rank-inference",
     "pruning",
+    "scheduler-tradeoff",
 )
 """Benchmarks ported to the declared comparison (contract 2); the others still run on 1."""
 

@@ -4,6 +4,7 @@ settings, the options' errors, and what the quick benchmark reports."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -118,16 +119,12 @@ def test_minimal_scheduler_rejects_a_wrong_timestep() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"schedulers": ("heun",)}, "--schedulers: unknown scheduler 'heun'; choose from ddpm"),
         ({"schedulers": ("ddim", "euler")}, "--schedulers must include ddim and dpmpp2m"),
-        ({"nfe_grid": (0, 10, 50)}, "--nfe-grid must be in [1, 1000], got 0"),
         ({"nfe_grid": (1, 2, 50)}, "--headline-nfe 10 is not one of --nfe-grid"),
-        ({"headline_nfe": 50}, "--headline-nfe must be >= 1 and below --baseline-nfe 50"),
-        ({"samples": 10}, "--samples must be >= 20 (two per class), got 10"),
-        ({"ref_samples": 300}, "--ref-samples must be in [20, --samples 256], got 300"),
-        ({"seeds": (0,)}, "--seeds needs at least 2 distinct non-negative seeds"),
-        ({"ref_seeds": 6}, "--ref-seeds must be in [2, 5 seeds], got 6"),
-        ({"repeats": 1}, "--repeats must be >= 2, got 1"),
+        ({"headline_nfe": 50}, "--headline-nfe must be below --baseline-nfe 50, got 50"),
+        ({"n_quality": 25}, "--n-quality must be a multiple of 10 (classes), got 25"),
+        ({"ref_seeds": 6}, "--ref-seeds must be at most the 5 seeds, got 6"),
+        ({"ref_steps": 10}, "--ref-steps must be above --headline-nfe 10, got 10"),
     ],
 )
 def test_bad_options_give_one_clear_error(change: dict, message: str) -> None:
@@ -140,14 +137,21 @@ def test_bad_options_give_one_clear_error(change: dict, message: str) -> None:
         cfg.validate()
 
 
-def test_command_line_rejects_a_bad_option_before_any_work(capsys) -> None:
-    from reference.harness.cli import main
-
-    with pytest.raises(SystemExit) as info:
-        main("reference.scheduler_tradeoff", ["--bench", "--nfe-grid", "0,10,50"])
-    assert info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.endswith("error: --nfe-grid must be in [1, 1000], got 0") and "\n" not in err
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nfe-grid", "0,10,50"], "--nfe-grid"),
+        (["--schedulers", "ddim,heun"], "unknown value 'heun'"),
+        (["--n-quality", "150"], "--n-quality"),
+        (["--seeds", "0,99999999999999999999"], "--seeds"),
+        (["--headline-nfe", "50"], "--headline-nfe must be below --baseline-nfe 50"),
+    ],
+)
+def test_command_line_rejects_a_bad_option_before_any_work(
+    args: list[str], message: str, refused_in_one_line, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "measure", lambda cfg, staging: pytest.fail("the benchmark started"))
+    assert message in refused_in_one_line("reference.scheduler_tradeoff", args)
 
 
 @pytest.mark.parametrize("name", list(sch.SCHEDULERS))
@@ -168,45 +172,138 @@ def test_solver_settings_are_what_make_scheduler_builds(name: str) -> None:
         assert cfg["final_sigmas_type"] == "zero"
 
 
-def test_runs_are_remembered_by_their_settings() -> None:
-    from reference.scheduler_tradeoff.sweep import Runs
+class Zero(torch.nn.Module):
+    """A denoiser that predicts ε = 0: x̂₀ = x_t / √ᾱ, clipped to [-1, 1] wherever it is large."""
 
-    class Zero(torch.nn.Module):  # a denoiser that predicts eps = 0
-        def forward(self, x, t, class_labels=None, return_dict=False):
-            return (torch.zeros_like(x),)
+    def forward(self, x, t, class_labels=None, return_dict=False):
+        return (torch.zeros_like(x),)
 
-    runs = Runs(Zero())
-    a = runs.get("ddim", 2, seed=3, n=20)
-    assert runs.get("ddim", 2, seed=3, n=20) is a and a.nfe == 2
-    assert not torch.equal(runs.get("ddim", 2, seed=4, n=20).samples, a.samples)
-    assert runs.get("ddim", 2, seed=3, n=20, clip=False) is not a
+
+def test_the_rows_declare_one_baseline_the_solvers_their_control_and_the_references() -> None:
+    cfg = bench.FULL
+    specs = {s.id: s for s in bench.specs(cfg)}
+    assert next(iter(specs)) == "ddim-50" and specs["ddim-50"].role == "baseline"
+    assert {k for k, s in specs.items() if s.role == "technique"} == {"dpmpp2m-10", "unipc-10"}
+    assert [k for k, s in specs.items() if s.role == "control"] == ["ddim-10"]
+    assert {k: s.mode for k, s in specs.items() if s.role == "reference"} == {
+        "euler-10": "ode",
+        "ddim-10-unclipped": "unclipped",
+        "ddim-50-diffusers": "diffusers",
+        "ddim-10-diffusers": "diffusers",
+    }
+    # every timed row runs on the clipped ODE; the references that show what differs are not timed
+    assert all(s.mode == "ode" for s in specs.values() if s.timed)
+    ancestral = {s.id: s for s in bench.ancestral_specs(cfg)}
+    assert list(ancestral) == ["ddim-50-ref", "ddpm-10", "ddpm-1000"]
+    assert ancestral["ddim-50-ref"].role == "baseline" and ancestral["ddim-50-ref"].mode == "ode"
+    assert all(s.mode == "ancestral" for k, s in ancestral.items() if k.startswith("ddpm"))
+    fewer = {s.id for s in bench.specs(dataclasses.replace(cfg, schedulers=("ddim", "dpmpp2m")))}
+    assert "unipc-10" not in fewer and "euler-10" not in fewer and "ddim-10" in fewer
+
+
+def test_the_aims_judge_fidelity_against_the_control_and_quality_against_the_baseline() -> None:
+    from reference.harness.compare import FIDELITY
+
+    aims = [(a.id, a.row, a.against, a.metric, a.target) for a in bench.aims(bench.FULL)]
+    assert aims == [
+        ("beats-control", "dpmpp2m-10", "ddim-10", FIDELITY, 1.0),
+        ("beats-control", "unipc-10", "ddim-10", FIDELITY, 1.0),
+        ("fidelity", "dpmpp2m-10", "ddim-50", FIDELITY, 1.0),
+        ("quality", "dpmpp2m-10", "ddim-50", "fd_digits", 1.1),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["ode", "unclipped", "diffusers", "ancestral"])
+def test_every_row_counts_its_network_calls_and_is_a_function_of_its_seed(mode: str) -> None:
+    cfg = dataclasses.replace(bench.QUICK, n_quality=20, batch_latency=2)
+    name = "ddpm" if mode == "ancestral" else "ddim"
+    spec = bench.Spec("row", name, 3, mode, "reference", True, name)  # type: ignore[arg-type]
+    v = bench.variant(cfg, spec, Zero())
+    (a, counted), (b, _), (other, _) = v.sample(5), v.sample(5), v.sample(6)
+    assert counted == {"nfe": 3.0} and a.shape == (20, 1, 16, 16)
+    torch.testing.assert_close(a, b)
+    assert not torch.allclose(a, other)
+    assert v.timed is not None and v.timed().shape == (2, 1, 16, 16)
+
+
+def test_the_ode_rows_are_the_harness_solver_and_diffusers_ddim_is_not() -> None:
+    from reference.harness import class_labels, make_noise, model_eps_fn, ode
+
+    eps, noise, labels = model_eps_fn(Zero()), make_noise(20, 0), class_labels(20)
+    for name in ("ddim", "dpmpp2m", "unipc", "euler"):
+        ours = sch.runner(name, "ode")(eps, noise, labels, 4, 0)
+        torch.testing.assert_close(
+            ours, ode.solve(eps, noise, sampler=name, steps=4, labels=labels)
+        )
+    # ε = 0 makes x̂₀ = x_t / √ᾱ, clipped almost everywhere at t = 999: diffusers' DDIM keeps the
+    # raw ε = 0 in its step (eq. (3) of the samplers module), the clipped ODE the consistent one
+    diffusers = sch.runner("ddim", "diffusers")(eps, noise, labels, 4, 0)
+    clipped = sch.runner("ddim", "ode")(eps, noise, labels, 4, 0)
+    assert (diffusers - clipped).abs().max() > 0.1
+    with pytest.raises(ValueError, match="not an ODE sampler"):
+        sch.runner("ddpm", "ode")
+
+
+def test_the_sweep_has_a_fidelity_for_the_ode_samplers_only() -> None:
+    from reference.harness import class_labels, make_noise, model_eps_fn, ode
+    from reference.scheduler_tradeoff.sweep import curves, nfe_to_match, sweep
+
+    eps, noise, labels = model_eps_fn(Zero()), make_noise(20, 0), class_labels(20)
+    solution = ode.solve(eps, noise, sampler="dpmpp2m", steps=20, labels=labels)
+
+    def score(x: torch.Tensor, same: object) -> dict[str, float]:
+        return {"fd_digits": float(x.abs().mean())}
+
+    points = sweep(eps, ("ddpm", "ddim"), (1, 2), noise, labels, 0, score, solution)
+    assert [(p.scheduler, p.nfe) for p in points] == [
+        ("ddpm", 1),
+        ("ddpm", 2),
+        ("ddim", 1),
+        ("ddim", 2),
+    ]
+    assert [p.rms_to_solution is None for p in points] == [True, True, False, False]
+    rms = curves(points, ("ddpm", "ddim"), "rms_to_solution")
+    assert rms[0] == [None, None] and all(v >= 0 for v in rms[1])
+    assert (
+        nfe_to_match(points, "ddim", math.inf) == 1 and nfe_to_match(points, "ddim", -1.0) is None
+    )
 
 
 @pytest.mark.slow
-def test_quick_benchmark_pairs_seeds_and_calls_the_nfe_ratio_an_estimate(quick_result) -> None:
+def test_quick_benchmark_judges_fidelity_with_a_counted_limit(quick_result) -> None:
+    from reference.harness.compare import FIDELITY
+
     result = quick_result("scheduler-tradeoff")
     cfg = result["settings"]
     h, b = cfg["headline_nfe"], cfg["baseline_nfe"]
     rows = {r["id"]: r for r in result["rows"]}
     assert rows[f"ddim-{b}"]["role"] == "baseline" and rows[f"ddim-{h}"]["role"] == "control"
-    for key in (f"ddim-{b}", f"dpmpp2m-{h}", f"unipc-{h}", f"ddim-{h}", f"ddim-{h}-unclipped"):
-        for metric in ("fd_digits", "kid_digits"):
+    ode_rows = (f"ddim-{b}", f"dpmpp2m-{h}", f"unipc-{h}", f"ddim-{h}", f"euler-{h}")
+    for key in (*ode_rows, f"ddim-{h}-unclipped", f"ddim-{b}-diffusers", f"ddim-{h}-diffusers"):
+        for metric in ("fd_digits", "kid_digits", FIDELITY):
             assert len(rows[key]["seeds"][metric]) == len(cfg["seeds"]), (key, metric)
-    for key in (f"dpmpp2m-{h}", f"ddim-{h}", f"euler-{h}"):  # timed, with intervals
-        assert "speedup" in rows[key]["intervals"]
-    assert rows["real"]["role"] == "reference"
-    ref = rows[f"ddpm-{cfg['ref_steps']}"]
-    assert ref["role"] == "reference" and len(ref["seeds"]["fd_digits"]) == cfg["ref_seeds"]
+    for key in ode_rows[1:]:  # timed against the baseline, in the same rounds
+        assert "speedup" in rows[key]["intervals"] and rows[key]["rounds"]["against"] == f"ddim-{b}"
+    for key in (f"ddpm-{h}", f"ddpm-{cfg['ref_steps']}"):  # stochastic: no fidelity
+        assert FIDELITY not in rows[key]["values"]
+        assert len(rows[key]["seeds"]["fd_digits"]) == cfg["ref_seeds"]
+    assert rows["real"]["role"] == "reference" and rows["real"]["config"]["n"] == cfg["n_quality"]
     head = result["headline"]
+    assert head["row"] == f"dpmpp2m-{h}" and head["quality_metric"] == FIDELITY
     assert head["limit_kind"] == "estimate" and head["speedup_limit"] == pytest.approx(b / h)
-    assert head["quality_interval"] is not None and result["anomalies"] == []
-    aims = {a["id"]: a for a in result["aims"]}
-    assert set(aims) == {"quality", "quality-vs-control"}
-    assert all(a["interval"] is not None for a in aims.values())
-    assert aims["quality-vs-control"]["against"] == f"ddim-{h}"
-    assert rows[aims["quality-vs-control"]["against"]]["role"] == "control"
+    assert {a["id"] for a in result["aims"]} == {"beats-control", "fidelity", "quality"}
+    assert all(a["interval"] is not None for a in result["aims"])
     notes = {n["id"]: n["params"] for n in result["notes"]}
     assert notes["ours-vs-diffusers"]["ddim_step"] <= 1e-5
     assert notes["ours-vs-diffusers"]["dpm_step"] <= 1e-5
     assert len(notes["nfe-to-match"]["reach"]) == len(cfg["schedulers"])
-    assert "quality-protocol" in notes and "latency-protocol" in notes
+    drift = notes["diffusers-drift"]
+    assert drift["ode_b"] == pytest.approx(rows[f"ddim-{b}"]["values"][FIDELITY])
+    assert {"quality-protocol", "held-out-reference", "ddpm-reference", "latency-protocol"} <= set(
+        notes
+    )
+    sweep = cfg["sweep_rms_to_solution"]
+    assert len(sweep) == len(cfg["schedulers"]) and all(
+        len(c) == len(cfg["nfe_grid"]) for c in sweep
+    )
+    assert all(v is None for v in sweep[cfg["schedulers"].index("ddpm")])

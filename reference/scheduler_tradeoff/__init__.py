@@ -57,7 +57,14 @@ Settings shared by every scheduler (the comparison is only fair if they agree)
   zoo's configuration therefore clips ``x0_hat`` to [-1, 1] (``clip_sample``). DPM-Solver++ and
   UniPC have no ``clip_sample``; their ``thresholding=True`` with ``sample_max_value=1.0`` clamps
   the dynamic threshold ``s`` to 1, which *is* static clipping to [-1, 1] (same numbers). Euler
-  has no such option and runs unclipped: part of what its curve shows.
+  has no such option.
+* One equation for all: configured this way the diffusers classes still solve *different*
+  problems (DDIM with ``clip_sample`` clips x0 but steps with the raw eps, and drifts as it takes
+  more steps; Euler does not clip at all). The benchmark therefore runs DDIM, DPM-Solver++(2M),
+  UniPC and Euler on the harness's clipped ODE (`reference.harness.ode`: eps re-derived from the
+  clipped x0), where more steps approach one converged solution, and judges them on their
+  distance to it; diffusers' own DDIM is a reference row
+  ([`reference.scheduler_tradeoff.samplers`][reference.scheduler_tradeoff.samplers]).
 
 Pitfalls
 ========
@@ -68,8 +75,8 @@ Pitfalls
   the step-for-step test uses ``N`` that divide 1000.
 * Multistep schedulers keep history: never reuse one object for two sampling loops.
 * FDD is biased by the number of samples: every row and every point of the sweep uses the same
-  N; the DDPM-1000 reference uses fewer samples (and seeds) and is compared only with DDIM on the
-  same noises.
+  N; the DDPM rows use fewer seeds (1000 steps cost twenty baselines) and are compared only with
+  DDIM on the same noises.
 * The NFE ratio is not a bound on the latency ratio: the steps call the same U-Net, but the
   schedulers' own arithmetic and per-step overhead differ; the benchmark calls it an estimate.
 
@@ -92,11 +99,12 @@ The package
   from the papers, with diffusers' ``set_timesteps``/``step`` protocol, and
   [`max_step_difference`][reference.scheduler_tradeoff.max_step_difference], the step-for-step
   check.
-* [`reference.scheduler_tradeoff.sweep`][reference.scheduler_tradeoff.sweep] -
-  [`Runs`][reference.scheduler_tradeoff.Runs] (remembered sampling runs),
-  [`paired_rows`][reference.scheduler_tradeoff.paired_rows] (the rows over paired seeds),
-  [`sweep`][reference.scheduler_tradeoff.sweep] (every scheduler at every NFE from the same noise)
-  and the benchmark's other measurements;
+* [`reference.scheduler_tradeoff.samplers`][reference.scheduler_tradeoff.samplers] -
+  [`runner`][reference.scheduler_tradeoff.runner]: each sampler on the clipped ODE, DDPM
+  ancestrally, diffusers' DDIM as configured;
+  [`reference.scheduler_tradeoff.sweep`][reference.scheduler_tradeoff.sweep] -
+  [`sweep`][reference.scheduler_tradeoff.sweep] (every scheduler at every NFE from the same noise,
+  with its distance to the solution);
   [`reference.scheduler_tradeoff.figures`][reference.scheduler_tradeoff.figures];
   [`reference.scheduler_tradeoff.bench`][reference.scheduler_tradeoff.bench] - the benchmark and
   demo (the technique contract).
@@ -108,6 +116,7 @@ There is no ``apply_...`` function: a scheduler *is* the public shape (any objec
 Run ``python -m reference.scheduler_tradeoff`` for a demonstration, ``--bench`` for the benchmark.
 """
 
+from .samplers import ODE_SAMPLERS, mode_of, runner
 from .schedulers import (
     LABELS,
     SCHEDULERS,
@@ -126,29 +135,27 @@ from .solvers import (
     max_step_difference,
     trailing_timesteps,
 )
-from .sweep import Point, Run, Runs, Study, measure, nfe_to_match, paired_rows, run_sampler, sweep
+from .sweep import Point, curves, nfe_to_match, sweep
 
 __all__ = [
     "LABELS",
     "MINIMAL",
+    "ODE_SAMPLERS",
     "SCHEDULERS",
     "TIMESTEP_SPACING",
     "MinimalDDIM",
     "MinimalDPMSolverPP2M",
     "MinimalScheduler",
     "Point",
-    "Run",
-    "Runs",
     "StepOutput",
-    "Study",
+    "curves",
     "make_minimal",
     "make_scheduler",
     "max_step_difference",
-    "measure",
+    "mode_of",
     "model_calls_per_step",
     "nfe_to_match",
-    "paired_rows",
-    "run_sampler",
+    "runner",
     "solver_settings",
     "sweep",
     "trailing_timesteps",
