@@ -390,19 +390,15 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
         ),
     ),
     # reference/scheduler_tradeoff/figures.py: plot_tradeoff, the sweep on the first seed
-    # (kept in the settings: sweep_fd_digits and sweep_seconds per scheduler and NFE)
+    # (kept in the settings: sweep_fd_digits, sweep_seconds and, for the ODE samplers,
+    # sweep_rms_to_solution per scheduler and NFE)
     ("scheduler-tradeoff", "tradeoff"): tuple(
-        Sweep(
-            "fd_digits",
-            "sweep_fd_digits",
-            x,
-            title,
-            "schedulers",
-            log_x=True,
-            log_y=True,
-            label="chart.sampler-",
+        Sweep(y, values, x, title, "schedulers", log_x=True, log_y=True, label="chart.sampler-")
+        for y, values, x, title in (
+            ("fd_digits", "sweep_fd_digits", "nfe_grid", "nfe"),
+            ("fd_digits", "sweep_fd_digits", "sweep_seconds", "chart.axis-sweep-seconds"),
+            ("rms_to_solution", "sweep_rms_to_solution", "nfe_grid", "nfe"),
         )
-        for x, title in (("nfe_grid", "nfe"), ("sweep_seconds", "chart.axis-sweep-seconds"))
     ),
     # reference/tpu_deployment/report.py: figures (compile_s + images x median per image)
     ("tpu-deployment", "payoff"): (
