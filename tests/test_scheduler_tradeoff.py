@@ -206,8 +206,8 @@ def test_the_aims_judge_fidelity_against_the_control_and_quality_against_the_bas
 
     aims = [(a.id, a.row, a.against, a.metric, a.target) for a in bench.aims(bench.FULL)]
     assert aims == [
-        ("beats-control", "dpmpp2m-10", "ddim-10", FIDELITY, 1.0),
-        ("beats-control", "unipc-10", "ddim-10", FIDELITY, 1.0),
+        ("beats-control-dpmpp2m", "dpmpp2m-10", "ddim-10", FIDELITY, 1.0),
+        ("beats-control-unipc", "unipc-10", "ddim-10", FIDELITY, 1.0),
         ("fidelity", "dpmpp2m-10", "ddim-50", FIDELITY, 1.0),
         ("quality", "dpmpp2m-10", "ddim-50", "fd_digits", 1.1),
     ]
@@ -291,7 +291,12 @@ def test_quick_benchmark_judges_fidelity_with_a_counted_limit(quick_result) -> N
     head = result["headline"]
     assert head["row"] == f"dpmpp2m-{h}" and head["quality_metric"] == FIDELITY
     assert head["limit_kind"] == "estimate" and head["speedup_limit"] == pytest.approx(b / h)
-    assert {a["id"] for a in result["aims"]} == {"beats-control", "fidelity", "quality"}
+    assert {a["id"] for a in result["aims"]} == {
+        "beats-control-dpmpp2m",
+        "beats-control-unipc",
+        "fidelity",
+        "quality",
+    }
     assert all(a["interval"] is not None for a in result["aims"])
     notes = {n["id"]: n["params"] for n in result["notes"]}
     assert notes["ours-vs-diffusers"]["ddim_step"] <= 1e-5

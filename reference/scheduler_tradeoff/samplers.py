@@ -28,7 +28,9 @@ solution as it takes more steps. They are reference rows, kept to show the diffe
 Pitfalls
 ========
 * ``unclipped`` runs the plain ODE: at t = 999 (ᾱ = 2.4e-9) x̂₀ multiplies an error of ε̂ by
-  about 20,000; its row shows what the clipping is for, not a usable sampler.
+  about 20,000; its row shows what the clipping is for, not a usable sampler. Its end point is
+  clamped to the pixel range like any image (unclamped it reaches about 1e10, which no metric
+  can score), so its distances are those of the images it would save.
 * DDPM's samples depend on its step noise, not only on the initial noise: its distance to the
   ODE's solution is not a fidelity, so DDPM rows are judged on the distribution only.
 """
@@ -70,7 +72,8 @@ def _ode(name: str, *, clip: bool) -> Run:
     def run(
         eps: EpsFn, noise: torch.Tensor, labels: torch.Tensor, nfe: int, seed: int
     ) -> torch.Tensor:
-        return ode.solve(eps, noise, sampler=name, steps=nfe, labels=labels, clip=clip)  # (1)-(2)
+        x = ode.solve(eps, noise, sampler=name, steps=nfe, labels=labels, clip=clip)  # (1)-(2)
+        return x.clamp(-1.0, 1.0)  # an image: the unclipped trajectory's end, in pixel range
 
     return run
 
