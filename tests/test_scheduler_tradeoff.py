@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from reference import scheduler_tradeoff as sch
-from reference.scheduler_tradeoff import bench
+from reference.scheduler_tradeoff import bench, rows
 
 MU, S2 = 0.3, 0.25  # data x0 ~ N(MU, S2) per pixel: the exact denoiser is known
 
@@ -179,9 +179,16 @@ class Zero(torch.nn.Module):
         return (torch.zeros_like(x),)
 
 
+class Half(torch.nn.Module):
+    """A denoiser that predicts ε = x_t / 2."""
+
+    def forward(self, x, t, class_labels=None, return_dict=False):
+        return (0.5 * x,)
+
+
 def test_the_rows_declare_one_baseline_the_solvers_their_control_and_the_references() -> None:
     cfg = bench.FULL
-    specs = {s.id: s for s in bench.specs(cfg)}
+    specs = {s.id: s for s in rows.specs(cfg)}
     assert next(iter(specs)) == "ddim-50" and specs["ddim-50"].role == "baseline"
     assert {k for k, s in specs.items() if s.role == "technique"} == {"dpmpp2m-10", "unipc-10"}
     assert [k for k, s in specs.items() if s.role == "control"] == ["ddim-10"]
@@ -193,18 +200,18 @@ def test_the_rows_declare_one_baseline_the_solvers_their_control_and_the_referen
     }
     # every timed row runs on the clipped ODE; the references that show what differs are not timed
     assert all(s.mode == "ode" for s in specs.values() if s.timed)
-    ancestral = {s.id: s for s in bench.ancestral_specs(cfg)}
+    ancestral = {s.id: s for s in rows.ancestral_specs(cfg)}
     assert list(ancestral) == ["ddim-50-ref", "ddpm-10", "ddpm-1000"]
     assert ancestral["ddim-50-ref"].role == "baseline" and ancestral["ddim-50-ref"].mode == "ode"
     assert all(s.mode == "ancestral" for k, s in ancestral.items() if k.startswith("ddpm"))
-    fewer = {s.id for s in bench.specs(dataclasses.replace(cfg, schedulers=("ddim", "dpmpp2m")))}
+    fewer = {s.id for s in rows.specs(dataclasses.replace(cfg, schedulers=("ddim", "dpmpp2m")))}
     assert "unipc-10" not in fewer and "euler-10" not in fewer and "ddim-10" in fewer
 
 
 def test_the_aims_judge_fidelity_against_the_control_and_quality_against_the_baseline() -> None:
     from reference.harness.compare import FIDELITY
 
-    aims = [(a.id, a.row, a.against, a.metric, a.target) for a in bench.aims(bench.FULL)]
+    aims = [(a.id, a.row, a.against, a.metric, a.target) for a in rows.aims(bench.FULL)]
     assert aims == [
         ("beats-control-dpmpp2m", "dpmpp2m-10", "ddim-10", FIDELITY, 1.0),
         ("beats-control-unipc", "unipc-10", "ddim-10", FIDELITY, 1.0),
@@ -217,8 +224,8 @@ def test_the_aims_judge_fidelity_against_the_control_and_quality_against_the_bas
 def test_every_row_counts_its_network_calls_and_is_a_function_of_its_seed(mode: str) -> None:
     cfg = dataclasses.replace(bench.QUICK, n_quality=20, batch_latency=2)
     name = "ddpm" if mode == "ancestral" else "ddim"
-    spec = bench.Spec("row", name, 3, mode, "reference", True, name)  # type: ignore[arg-type]
-    v = bench.variant(cfg, spec, Zero())
+    spec = rows.Spec("row", name, 3, mode, "reference", True, name)  # type: ignore[arg-type]
+    v = rows.variant(cfg, spec, Zero())
     (a, counted), (b, _), (other, _) = v.sample(5), v.sample(5), v.sample(6)
     assert counted == {"nfe": 3.0} and a.shape == (20, 1, 16, 16)
     torch.testing.assert_close(a, b)
@@ -235,11 +242,16 @@ def test_the_ode_rows_are_the_harness_solver_and_diffusers_ddim_is_not() -> None
         torch.testing.assert_close(
             ours, ode.solve(eps, noise, sampler=name, steps=4, labels=labels)
         )
-    # ε = 0 makes x̂₀ = x_t / √ᾱ, clipped almost everywhere at t = 999: diffusers' DDIM keeps the
-    # raw ε = 0 in its step (eq. (3) of the samplers module), the clipped ODE the consistent one
-    diffusers = sch.runner("ddim", "diffusers")(eps, noise, labels, 4, 0)
-    clipped = sch.runner("ddim", "ode")(eps, noise, labels, 4, 0)
-    assert (diffusers - clipped).abs().max() > 0.1
+    # ε = x_t / 2 makes x̂₀ about x_t / (2√ᾱ), clipped wherever ᾱ is small: diffusers' DDIM keeps
+    # the raw ε in its step (eq. (3) of the samplers module), the clipped ODE the consistent one,
+    # and the two drift further apart the more steps they take
+    eps = model_eps_fn(Half())
+    gaps = [
+        float((sch.runner("ddim", "diffusers")(eps, noise, labels, k, 0)
+               - sch.runner("ddim", "ode")(eps, noise, labels, k, 0)).abs().mean())
+        for k in (4, 10, 50)
+    ]  # fmt: skip
+    assert 0.05 < gaps[0] < gaps[1] < gaps[2]
     with pytest.raises(ValueError, match="not an ODE sampler"):
         sch.runner("ddpm", "ode")
 

@@ -54,232 +54,24 @@ Pitfalls
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from reference.harness.compare import (
-    FIDELITY,
-    Comparison,
-    HeadlineSpec,
-    Measured,
-    Outcome,
-    QualityAim,
-    Variant,
-    outcome,
-)
+from reference.harness.compare import FIDELITY, Comparison, HeadlineSpec, Outcome, outcome
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.entry import integer, integers, names, seeds
 from reference.harness.results import Figure, Metric, metrics, settings_of
 from reference.harness.scores import QUALITY_METRICS, held_out_score
 
-from .samplers import Mode, runner
-from .schedulers import SCHEDULERS, TIMESTEP_SPACING
+from .config import DEMO, FULL, OPTIONS, QUALITY_TOLERANCE, QUICK, Config
+from .rows import aims, ancestral_specs, nfe_ratio, specs, variant
+from .schedulers import TIMESTEP_SPACING
+
+__all__ = ["CONTRACT", "DEMO", "FULL", "OPTIONS", "QUICK", "SLUG", "Config", "demo", "measure"]
 
 CONTRACT = 2
 SLUG = "scheduler-tradeoff"
-NFE_GRID: tuple[int, ...] = (1, 2, 4, 8, 10, 15, 20, 25, 50)
-CONTROL_AIM = 1.0
-"""(1): a solver lands closer to the solution than DDIM at the same NFE."""
-FIDELITY_AIM = 1.0
-"""(2): the headline solver at least as close to the solution as the baseline."""
-QUALITY_TOLERANCE = 1.1
-"""(3): the headline solver keeps the baseline's FDD within 10% (paired ratio)."""
-MIN_QUALITY, MAX_QUALITY = 20, 140
-"""Every class twice (the class-weighted KID needs pairs); the held-out real half's limit."""
-LATENCY_SEED = 1000
-"""Noise seed of the latency batch (apart from the quality seeds)."""
-TECHNIQUES = ("dpmpp2m", "unipc")
-
-
-@dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run."""
-
-    n_quality: int = MAX_QUALITY
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    nfe_grid: tuple[int, ...] = NFE_GRID
-    schedulers: tuple[str, ...] = tuple(SCHEDULERS)
-    headline_nfe: int = 10
-    baseline_nfe: int = 50
-    ref_seeds: int = 2
-    ref_steps: int = 1000
-    batch_latency: int = 32
-    repeats: int = 15
-    warmup: int = 1
-    solution_steps: int = 200
-    """Steps of the converged solution (`reference.harness.ode.SOLUTION`); fewer only in QUICK."""
-
-    def validate(self) -> None:
-        missing = [s for s in ("ddim", "dpmpp2m") if s not in self.schedulers]
-        if missing:
-            raise ValueError(f"--schedulers must include ddim and dpmpp2m, got {self.schedulers}")
-        if not self.headline_nfe < self.baseline_nfe:
-            raise ValueError(
-                f"--headline-nfe must be below --baseline-nfe {self.baseline_nfe}, "
-                f"got {self.headline_nfe}"
-            )
-        for name, k in (
-            ("--headline-nfe", self.headline_nfe),
-            ("--baseline-nfe", self.baseline_nfe),
-        ):
-            if k not in self.nfe_grid:
-                raise ValueError(f"{name} {k} is not one of --nfe-grid {self.nfe_grid}")
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
-            )
-        if self.ref_seeds > len(self.seeds):
-            raise ValueError(
-                f"--ref-seeds must be at most the {len(self.seeds)} seeds, got {self.ref_seeds}"
-            )
-        if self.ref_steps <= self.headline_nfe:
-            raise ValueError(
-                f"--ref-steps must be above --headline-nfe {self.headline_nfe}, "
-                f"got {self.ref_steps}"
-            )
-
-
-FULL = Config()
-QUICK = Config(
-    n_quality=20,
-    seeds=(0, 1),
-    nfe_grid=(1, 2, 4),
-    headline_nfe=2,
-    baseline_nfe=4,
-    ref_steps=10,
-    batch_latency=4,
-    repeats=2,
-    warmup=0,
-    solution_steps=20,
-)
-DEMO = Config(
-    n_quality=60, seeds=(0, 1), nfe_grid=(1, 2, 5, 10, 20), headline_nfe=5, baseline_nfe=20
-)
-OPTIONS = (
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
-    seeds(),
-    integers("nfe_grid", low=1, high=1000),
-    names("schedulers", tuple(SCHEDULERS), min_count=2),
-    integer("headline_nfe", low=1, high=1000),
-    integer("baseline_nfe", low=2, high=1000),
-    integer("ref_seeds", low=2, high=100),
-    integer("ref_steps", low=2, high=1000),
-    integer("batch_latency", low=1, high=256),
-    integer("repeats", low=2, high=200),
-    integer("warmup", low=0, high=20),
-)
-
-
-@dataclass(frozen=True)
-class Spec:
-    """One row: ``nfe`` evaluations of sampler ``name`` run as ``mode`` says."""
-
-    id: str
-    name: str
-    nfe: int
-    mode: Mode
-    role: str
-    timed: bool
-    method: str
-
-
-def specs(cfg: Config) -> list[Spec]:
-    """The rows of the main comparison, baseline first (only the schedulers ``cfg`` names)."""
-    h, b, on = cfg.headline_nfe, cfg.baseline_nfe, set(cfg.schedulers)
-    out = [Spec(f"ddim-{b}", "ddim", b, "ode", "baseline", True, "ddim")]
-    out += [Spec(f"{s}-{h}", s, h, "ode", "technique", True, s) for s in TECHNIQUES if s in on]
-    out.append(Spec(f"ddim-{h}", "ddim", h, "ode", "control", True, "ddim"))
-    if "euler" in on:
-        out.append(Spec(f"euler-{h}", "euler", h, "ode", "reference", True, "euler"))
-    out.append(
-        Spec(f"ddim-{h}-unclipped", "ddim", h, "unclipped", "reference", False, "ddim-unclipped")
-    )
-    out += [
-        Spec(f"ddim-{k}-diffusers", "ddim", k, "diffusers", "reference", False, "ddim-diffusers")
-        for k in (b, h)
-    ]
-    return out
-
-
-def ancestral_specs(cfg: Config) -> list[Spec]:
-    """DDPM at the headline NFE and at ``ref_steps``, with the baseline on the same seeds."""
-    b, h = cfg.baseline_nfe, cfg.headline_nfe
-    return [
-        Spec(f"ddim-{b}-ref", "ddim", b, "ode", "baseline", False, "ddim-ref"),
-        Spec(f"ddpm-{h}", "ddpm", h, "ancestral", "reference", False, "ddpm"),
-        Spec(
-            f"ddpm-{cfg.ref_steps}",
-            "ddpm",
-            cfg.ref_steps,
-            "ancestral",
-            "reference",
-            False,
-            "ddpm-reference",
-        ),
-    ]
-
-
-def variant(cfg: Config, spec: Spec, model: torch.nn.Module) -> Variant:
-    """One row: its samples on a seed's noise (network evaluations counted, ``nfe``) and, if
-    timed, one run on the latency batch."""
-    from reference.harness import class_labels, count_nfe, make_noise, model_eps_fn
-
-    run, eps = runner(spec.name, spec.mode), model_eps_fn(model)
-
-    def sample(seed: int) -> tuple[torch.Tensor, dict[str, float]]:
-        counter = count_nfe(eps)
-        x = run(
-            counter, make_noise(cfg.n_quality, seed), class_labels(cfg.n_quality), spec.nfe, seed
-        )
-        return x, {"nfe": float(counter.nfe)}
-
-    noise, labels = make_noise(cfg.batch_latency, LATENCY_SEED), class_labels(cfg.batch_latency)
-    config: dict[str, Any] = {"method": spec.method, "nfe": spec.nfe}
-    if spec.method == "ddpm-reference":
-        config |= {"samples": cfg.n_quality, "seeds": cfg.ref_seeds}
-    return Variant(
-        spec.id,
-        config,
-        spec.role,  # type: ignore[arg-type]
-        sample=sample,  # type: ignore[arg-type]
-        timed=(lambda: run(eps, noise, labels, spec.nfe, LATENCY_SEED)) if spec.timed else None,
-    )
-
-
-def aims(cfg: Config) -> tuple[QualityAim, ...]:
-    """(1) for each solver against DDIM at its NFE, (2) and (3) for the headline."""
-    h, b = cfg.headline_nfe, cfg.baseline_nfe
-    beats = tuple(
-        QualityAim(
-            f"beats-control-{s}",  # one message per solver (a parameter cannot be a name)
-            f"{s}-{h}",
-            f"ddim-{h}",
-            FIDELITY,
-            "<",
-            CONTROL_AIM,
-            params={"nfe": h},
-        )
-        for s in TECHNIQUES
-        if s in cfg.schedulers
-    )
-    params = {"nfe": h, "baseline_nfe": b}
-    head = f"dpmpp2m-{h}"
-    return (
-        *beats,
-        QualityAim("fidelity", head, f"ddim-{b}", FIDELITY, "<=", FIDELITY_AIM, params=params),
-        QualityAim(
-            "quality", head, f"ddim-{b}", "fd_digits", "<=", QUALITY_TOLERANCE, params=params
-        ),
-    )
-
-
-def nfe_ratio(m: Measured) -> float:
-    """(4): the counted network evaluations of the baseline over the headline's."""
-    base, head = m.comparison.baseline, m.comparison.headline.row
-    return m.table.summary(base, "nfe").value / m.table.summary(head, "nfe").value
 
 
 def solution_of(cfg: Config, model: torch.nn.Module) -> Any:

@@ -25,12 +25,13 @@ from reference.harness.compare import FIDELITY
 from reference.harness.cost import latency_note
 from reference.harness.results import note
 
+from .rows import nfe_ratio
 from .sweep import Point, nfe_to_match
 
 if TYPE_CHECKING:
     from reference.harness.compare import Measured
 
-    from .bench import Config
+    from .config import Config
 
 
 def notes(
@@ -43,8 +44,6 @@ def notes(
 ) -> list[Any]:
     """The result's notes, in the order the page shows them."""
     from reference.harness import quality_note
-
-    from .bench import nfe_ratio
 
     h, b = cfg.headline_nfe, cfg.baseline_nfe
     out = [
