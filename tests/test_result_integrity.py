@@ -38,7 +38,7 @@ FIGURES = {
     "mixture-of-experts": 65,
     "pruning": 162,
     "realshape": 39,
-    "scheduler-tradeoff": 75,
+    "scheduler-tradeoff": 163,
     "stacking": 1379,
     "stochastic-reparameterization": 34,
     "timestep-distillation": 176,
