@@ -248,7 +248,7 @@ def test_fidelity_passes_a_correct_fold_and_fails_a_wrong_one() -> None:
     with torch.no_grad():
         eager = model(x)
         right = deviation(fused(x), eager)
-        model.body[3].bias[0] += 0.5  # one BatchNorm channel shifted: what a fold that lost it gives
+        model.body[3].bias[0] += 0.5  # a BatchNorm shift a wrong fold would lose
         wrong = deviation(model(x), eager)
     assert right[FIDELITY] <= tolerance / 10  # rounding cancels: far inside (2)
     assert right["max_abs_diff"] <= cf.TOLERANCE
