@@ -196,8 +196,10 @@ def test_a_changed_seed_moves_its_mean_and_interval(tmp_path: Path) -> None:
     data = _committed("pruning")
     data["rows"][0]["seeds"]["fd_digits"][2] += 0.5
     problems, _ = _refused(tmp_path, "pruning", data)
-    assert problems[0].startswith("rows[0].values.fd_digits: recorded ")
-    assert problems[1].startswith("rows[0].intervals.fd_digits: recorded ")
+    # a schema-4 result: the digest of the body fails first, then each derived figure
+    assert problems[0].startswith("digest: recorded ")
+    assert problems[1].startswith("rows[0].values.fd_digits: recorded ")
+    assert problems[2].startswith("rows[0].intervals.fd_digits: recorded ")
 
 
 def test_another_techniques_body_under_this_slug_is_named(tmp_path: Path) -> None:
@@ -205,8 +207,9 @@ def test_another_techniques_body_under_this_slug_is_named(tmp_path: Path) -> Non
     own = _committed("feature-caching")
     data.update({k: own[k] for k in ("slug", "module", "provenance")})
     problems, _ = _refused(tmp_path, "feature-caching", data)
-    assert len(problems) == 1 and problems[0].startswith("catalog: message ")
-    assert "feature-caching" in problems[0]
+    # pruning's body keeps its own digest, which no longer matches under another slug
+    assert len(problems) == 2 and problems[0].startswith("digest: recorded ")
+    assert problems[1].startswith("catalog: message ") and "feature-caching" in problems[1]
 
 
 def test_the_check_of_a_technique_names_the_edit_and_keeps_staleness(tmp_path: Path) -> None:
