@@ -183,7 +183,12 @@ def test_killed_workers_lose_and_repeat_no_grid_point(storage: str, tmp_path: Pa
         assert trials[number].state == TrialState.FAIL
         retries = [t for t in trials if number in t.system_attrs.get("retry_history", [])]
         assert retries[0].system_attrs["grid_id"] == trials[number].system_attrs["grid_id"]
-    assert not any(t.state in (TrialState.RUNNING, TrialState.WAITING) for t in trials)
+    pending = [
+        (t.number, t.state.name, t.params, t.user_attrs, t.system_attrs)
+        for t in trials
+        if t.state in (TrialState.RUNNING, TrialState.WAITING)
+    ]
+    assert not pending, (pending, left)
 
 
 def test_pareto_front_matches_brute_force() -> None:
@@ -299,6 +304,32 @@ def test_a_journal_trial_is_judged_by_its_newest_heartbeat_not_its_age(tmp_path:
     trials = study.get_trials(deepcopy=False)
     retry = [t for t in trials if t.state == TrialState.WAITING]
     assert [t.system_attrs["grid_id"] for t in retry] == [trials[0].system_attrs["grid_id"]]
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used")
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+@pytest.mark.parametrize("kind", ["sqlite", "journal"])
+def test_a_trial_killed_between_two_suggests_keeps_its_point(tmp_path: Path, kind: str) -> None:
+    """A worker killed between two ``suggest`` calls leaves a trial with one of its params, and
+    its retry copies that one. If the grid completed meanwhile (another worker ran the point),
+    the copy still counts as WAITING on its point, so a worker pops it and gives it up instead of
+    leaving it WAITING for ever (a flaky failure of the kill -9 test under load)."""
+    study = _small_study(tmp_path, kind)
+    killed = study.ask()
+    killed.suggest_categorical("sampler", SMALL["sampler"])  # then kill -9
+    assert gs.grid_status(study, SMALL).running == 1  # the trial holds its point
+    dists = {n: optuna.distributions.CategoricalDistribution(v) for n, v in SMALL.items()}
+    for point in gs.grid_points(SMALL):  # meanwhile other workers complete the whole grid
+        done = optuna.trial.create_trial(params=point, distributions=dists, values=[1.0, 1.0])
+        study.add_trial(done)
+    assert gs.fail_orphaned_trials(study, now=LATER) == [killed.number]
+    (retry,) = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    assert list(retry.params) == ["sampler"]  # a copy of the partial params
+    assert gs.grid_status(study, SMALL).waiting == 1
+    status = gs.run_worker(study, SMALL, gs.toy_objective(0.0))
+    assert (status.complete, status.duplicates, status.waiting) == (4, 0, 0)
+    states = [t.state for t in study.get_trials(deepcopy=False)]
+    assert TrialState.WAITING not in states and TrialState.RUNNING not in states
 
 
 @pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")

@@ -144,11 +144,14 @@ def grid_status(study: optuna.Study, space: SearchSpace) -> GridStatus:
 
 
 def _point_key(t: FrozenTrial, sampler: Any, space: SearchSpace) -> tuple[Any, ...]:
-    """The grid point of a trial: suggested, fixed (``enqueue_trial``) or only assigned."""
-    params = t.params or t.system_attrs.get("fixed_params", {})
-    if not params and "grid_id" in t.system_attrs:
-        params = _params_of_grid_id(t, sampler)
-    return _key(params, space)
+    """The grid point of a trial: assigned by the sampler (``grid_id``), else fixed
+    (``enqueue_trial``) or suggested. The assignment comes first: a worker killed between two
+    ``suggest`` calls leaves a trial with only some of its params (each suggest is one write),
+    and its retry copies them; keyed by those, the trial would claim no point, and a retry left
+    WAITING after its point completed elsewhere would not be seen by the exit check."""
+    if "grid_id" in t.system_attrs:
+        return _key(_params_of_grid_id(t, sampler), space)
+    return _key(t.params or t.system_attrs.get("fixed_params", {}), space)
 
 
 def _params_of_grid_id(t: FrozenTrial, sampler: Any) -> dict[str, GridValue]:
