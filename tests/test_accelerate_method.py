@@ -1,10 +1,11 @@
 """reference.accelerate_method: interval 1 is the plain sampler, exactness of the polynomial
 forecast, TaylorSeer's formula and diffusers' hook, network-call accounting, apply_step_forecasting,
-the options' errors."""
+the rows on the clipped ODE, the declared aims, the options' errors and the quick result."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -137,70 +138,120 @@ def test_apply_step_forecasting_builds_a_fresh_forecaster_from_its_config() -> N
     assert reuse.order == 0 and reuse is not sf.apply_step_forecasting(_counting_eps([]), config)
 
 
+def test_every_row_solves_the_clipped_ode() -> None:
+    """The baseline and the same-NFE control are ``ode.solve``; a forecast at interval 1 is the
+    baseline exactly (every step runs the network) and counts every evaluation; at k = 2 it
+    runs the network on the schedule's steps only."""
+    from reference import zoo
+    from reference.accelerate_method.samplers import ddim, forecast
+    from reference.harness import class_labels, model_eps_fn, ode
+
+    torch.manual_seed(0)
+    unet = zoo.SPECS["teacher"].build_model().eval()
+    noise = torch.randn(3, 1, 16, 16, generator=torch.Generator().manual_seed(4))
+    y = class_labels(3)
+    base, nfe = ddim(unet, 50)(noise, y)
+    assert nfe == 50
+    torch.testing.assert_close(base, ode.solve(model_eps_fn(unet), noise, steps=50, labels=y))
+    same, n_same = ddim(unet, 26)(noise, y)
+    assert n_same == 26
+    torch.testing.assert_close(same, ode.solve(model_eps_fn(unet), noise, steps=26, labels=y))
+    one, n_one = forecast(unet, sf.StepForecastConfig(1, 2, 2, "newton"))(noise, y)
+    assert n_one == 50 and torch.equal(one, base)
+    two, n_two = forecast(unet, sf.StepForecastConfig(2, 2, 2, "newton"))(noise, y)
+    assert n_two == sf.full_computations(50, 2, 2) == 26 and not torch.equal(two, base)
+    assert two.abs().max() <= 1.0  # the clipped ODE's end point
+
+
+def test_the_declared_rows_aims_and_headline() -> None:
+    from reference import zoo
+    from reference.accelerate_method.samplers import dit_variants, unet_variants
+
+    cfg = bench.FULL
+    unet = zoo.SPECS["teacher"].build_model().eval()
+    ids = [v.id for v in unet_variants(cfg, unet)]
+    assert ids == ["ddim50", "newton", "reuse", "ddim-same", "newton1", "taylor",
+                   "newton-k3", "ddim-k3", "newton-k4", "ddim-k4"]  # fmt: skip
+    timed = {v.id for v in unet_variants(cfg, unet) if v.timed}
+    assert timed == {"ddim50", "newton", "reuse", "ddim-same"}
+    dit = [(v.id, v.role) for v in dit_variants(cfg, zoo.SPECS["dit"].build_model().eval())]
+    assert dit == [("dit-ddim50", "baseline"), ("dit-newton", "technique"),
+                   ("dit-newton1", "technique"), ("dit-ddim-same", "control"),
+                   ("dit-diffusers", "technique")]  # fmt: skip
+    aims = bench.aims(cfg)
+    assert [(a.id, a.row, a.against) for a in aims] == [
+        ("beats-same-nfe", "newton", "ddim-same"),
+        ("fidelity", "newton", "ddim50"),
+        ("quality", "newton", "ddim50"),
+        ("speedup", "newton", "ddim50"),
+    ]
+    assert [a.metric for a in aims[:3]] == ["rms_to_solution", "rms_to_solution", "fd_digits"]
+    assert aims[3].params["limit"] == pytest.approx(50 / 26)
+
+
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("args", "message"),
     [
-        ({"interval": 0}, "--interval must be >= 1, got 0"),
-        ({"order": -1}, "--order must be >= 0, got -1"),
-        ({"warmup": 0}, "--warmup must be >= 1"),
-        ({"intervals": (2, 0)}, "--intervals must be >= 1"),
-        ({"steps": 1}, "--steps must be >= 2, got 1"),
-        ({"samples": 10}, "--samples must be >= 20"),
-        ({"seeds": (3, 3)}, "--seeds needs at least 2 distinct non-negative seeds"),
-        ({"repeats": 1}, "--repeats must be >= 2, got 1"),
+        (["--interval", "0"], "--interval"),
+        (["--interval", "5"], "--interval 5 is not one of --intervals"),
+        (["--order", "-1"], "--order"),
+        (["--warmup", "0"], "--warmup"),
+        (["--intervals", "2,0"], "--intervals"),
+        (["--n-quality", "150"], "--n-quality"),  # more than the held-out real half offers
+        (["--n-quality", "25"], "multiple of 10"),
+        (["--seeds", "3,3"], "--seeds"),
+        (["--repeats", "1"], "--repeats"),
     ],
 )
-def test_bad_options_give_one_clear_error(change: dict, message: str) -> None:
-    import dataclasses
-
-    with pytest.raises(ValueError) as info:
-        dataclasses.replace(bench.FULL, **change).validate()
-    assert str(info.value).startswith(message) and "\n" not in str(info.value)
-    for cfg in (bench.FULL, bench.QUICK, bench.DEMO):
-        cfg.validate()
-
-
-def test_command_line_rejects_a_bad_option_before_any_work(capsys) -> None:
-    from reference.harness.cli import main
-
-    with pytest.raises(SystemExit) as info:
-        main("reference.accelerate_method", ["--bench", "--interval", "0"])
-    assert info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.endswith("error: --interval must be >= 1, got 0") and "\n" not in err
+def test_bad_options_are_one_line_before_any_model_loads(
+    args: list[str], message: str, refused_in_one_line: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "_measured", lambda cfg: pytest.fail("the benchmark started"))
+    assert message in refused_in_one_line("reference.accelerate_method", args)
     with pytest.raises(ValueError, match="unknown method 'cubic'"):
         sf.StepForecaster(lambda x, t, y: x, 2, method="cubic")
+
+
+def test_full_run_measures_the_held_out_sample_size_on_five_paired_seeds() -> None:
+    from reference.harness.scores import MAX_REAL_N
+
+    full = bench.FULL
+    assert full.n_quality == 140 <= MAX_REAL_N and full.seeds == (0, 1, 2, 3, 4)
+    assert full.repeats >= 15 and full.solution_steps == 200 and bench.BASELINE == "ddim50"
+    for cfg in (bench.FULL, bench.QUICK, bench.DEMO):
+        cfg.validate()
 
 
 @pytest.mark.slow
 def test_quick_benchmark_pairs_seeds_and_bounds_the_speedup_by_the_counted_work(
     quick_result,
 ) -> None:
+    from reference.harness.integrity import check_result
+
     result = quick_result("accelerate-method")
+    assert check_result(result, "accelerate-method") == []
     cfg = result["settings"]
     rows = {r["id"]: r for r in result["rows"]}
     assert {r["role"] for r in rows.values()} == {"baseline", "technique", "control", "reference"}
-    for key in ("base", "newton", "reuse", "ddim-same", "dit-base", "dit-diffusers"):
-        for metric in ("fd_digits", "kid_digits"):
+    for key in ("ddim50", "newton", "reuse", "ddim-same", "dit-ddim50", "dit-diffusers"):
+        for metric in ("rms_to_solution", "fd_digits", "kid_digits"):
             assert len(rows[key]["seeds"][metric]) == len(cfg["seeds"]), (key, metric)
-    for key in ("newton", "reuse", "ddim-same"):  # the control is timed, with an interval
+    for key in ("newton", "reuse", "ddim-same", "dit-newton", "dit-diffusers"):
         assert "speedup" in rows[key]["intervals"]
+    assert rows["dit-newton"]["rounds"]["against"] == "dit-ddim50"  # the DiT's own baseline
     nfe = rows["newton"]["values"]["nfe"]
-    assert nfe == sf.full_computations(cfg["steps"], cfg["interval"], cfg["warmup"])
+    assert nfe == sf.full_computations(cfg["baseline_steps"], cfg["interval"], cfg["warmup"])
     head = result["headline"]
-    assert head["limit_kind"] == "bound"
-    assert head["speedup_limit"] == pytest.approx(rows["base"]["values"]["nfe"] / nfe)
-    assert head["quality_interval"] is not None
+    assert head["row"] == "newton" and head["limit_kind"] == "bound"
+    assert head["quality_metric"] == "rms_to_solution"
+    assert head["speedup_limit"] == pytest.approx(rows["ddim50"]["values"]["nfe"] / nfe)
     flagged = [a for a in result["anomalies"] if a["id"] == "speedup-above-limit"]
     assert bool(flagged) == (head["speedup"] > head["speedup_limit"])
     aims = {a["id"]: a for a in result["aims"]}
-    assert set(aims) == {"beats-same-nfe", "quality", "speedup"}
+    assert list(aims) == ["beats-same-nfe", "fidelity", "quality", "speedup"]
     assert all(a["interval"] is not None for a in aims.values())
-    assert (aims["beats-same-nfe"]["row"], aims["beats-same-nfe"]["against"]) == (
-        "newton",
-        "ddim-same",
-    )
     assert rows["real"]["role"] == "reference"
     notes = {n["id"]: n["params"] for n in result["notes"]}
-    assert {"quality-protocol", "latency-protocol", "same-nfe-control"} <= set(notes)
+    assert {"quality-protocol", "held-out-reference", "latency-protocol", "same-nfe-control",
+            "dit-hook"} <= set(notes)  # fmt: skip
     assert notes["same-nfe-control"]["lo"] <= notes["same-nfe-control"]["ratio"]

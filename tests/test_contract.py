@@ -48,6 +48,8 @@ PORTED = (
     "low-rank-inference",
     "pruning",
     "scheduler-tradeoff",
+    "classifier-guidance",
+    "accelerate-method",
 )
 """Benchmarks ported to the declared comparison (contract 2); the others still run on 1."""
 

@@ -146,16 +146,20 @@ class Shares:
 
 Spec = Curves | Dots | Sweep | Payoff | Shares
 
-_FDD_NFE = Curves(
-    "fd_digits",
-    "nfe",
-    (
-        Series(("ddim-k4", "ddim-k3", "ddim-same", "base"), "chart.series-ddim"),
+
+def _forecast_series() -> tuple[Series, ...]:
+    return (
+        Series(("ddim-k4", "ddim-k3", "ddim-same", "ddim50"), "chart.series-ddim"),
         Series(("newton-k4", "newton-k3", "newton"), "chart.series-forecast"),
         Series(("reuse",)),
         Series(("taylor",)),
         Series(("newton1",)),
-    ),
+    )
+
+
+_FIDELITY_NFE = (
+    Curves("rms_to_solution", "nfe", _forecast_series(), log_y=True),
+    Curves("fd_digits", "nfe", _forecast_series()),
 )
 
 
@@ -171,8 +175,8 @@ def _batch_series(prefix: str, kinds: tuple[str, ...], batches: tuple[int, ...])
 
 
 CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
-    # reference/accelerate_method/figures.py: plot_fdd_vs_nfe
-    ("accelerate-method", "fdd-vs-nfe"): (_FDD_NFE,),
+    # reference/accelerate_method/figures.py: plot_fidelity_vs_nfe (two panels)
+    ("accelerate-method", "fidelity-vs-nfe"): _FIDELITY_NFE,
     # reference/async_pipeline/bench.py: _figure (sync, async, stream against the batch)
     ("async-pipeline", "speedup-vs-batch"): (
         Curves(
@@ -184,34 +188,39 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
         ),
     ),
     # reference/classifier_guidance/figures.py: plot_study: accuracy and FDD against the
-    # scale (_scale_panels, from rows), accuracy against NFE (kept in the settings)
+    # scale, accuracy against NFE (all from rows: the curves are reference rows at fewer steps)
     ("classifier-guidance", "scales-and-nfe"): (
         Curves(
             "accuracy",
             "config.scale",
             (
-                Series(("cg-0", "cg-1", "cg-2", "cg-4"), "chart.series-cg"),
-                Series(("cfg-1", "cfg-1.5", "cfg-2", "cfg-3"), "chart.series-cfg"),
+                Series(("cg-1", "cg-2", "cg-4"), "chart.series-cg"),
+                Series(("ddim50", "cfg-1.5", "cfg-2", "cfg-3"), "chart.series-cfg"),
             ),
         ),
         Curves(
             "fd_digits",
             "config.scale",
             (
-                Series(("cg-0", "cg-1", "cg-2", "cg-4"), "chart.series-cg"),
-                Series(("cfg-1", "cfg-1.5", "cfg-2", "cfg-3"), "chart.series-cfg"),
+                Series(("uncond", "cg-1", "cg-2", "cg-4"), "chart.series-cg"),
+                Series(("ddim50", "cfg-1.5", "cfg-2", "cfg-3"), "chart.series-cfg"),
             ),
             log_y=True,
         ),
-        Sweep(
+        Curves(
             "accuracy",
-            "accuracy_vs_nfe",
-            "nfe_grid",
             "nfe",
-            "accuracy_vs_nfe_rows",
+            (
+                Series(
+                    ("cg-2-nfe2", "cg-2-nfe5", "cg-2-nfe10", "cg-2-nfe20", "cg-2"), "chart.nfe-cg"
+                ),
+                Series(
+                    ("cfg-1.5-nfe2", "cfg-1.5-nfe5", "cfg-1.5-nfe10", "cfg-1.5-nfe20", "cfg-1.5"),
+                    "chart.nfe-cfg",
+                ),
+                Series(("ddim2", "ddim5", "ddim10", "ddim20", "ddim50"), "chart.curve-conditional"),
+            ),
             log_x=True,
-            label="chart.curve-",
-            rows=True,
         ),
     ),
     # reference/consistency_latent_diffusion/figures.py: fdd_bars (bar chart of FDD)
@@ -533,10 +542,16 @@ def _scheduler_rows(result: Result) -> list[str | None]:
 
 
 def _guidance_rows(result: Result) -> list[str | None]:
-    """Unguided, then the three rows of the accuracy-against-NFE curves: classifier guidance
-    at its headline scale, classifier-free guidance at its headline scale, conditional w = 1
-    (``save_samples`` and the settings' ``accuracy_vs_nfe_rows`` use the same keys)."""
-    return ["uncond", *result["settings"].get("accuracy_vs_nfe_rows", [])]
+    """Unguided, classifier guidance at its headline scale, classifier-free guidance at its
+    headline scale, the conditional baseline (``grid_rows`` of the benchmark's figures)."""
+    settings = result["settings"]
+    s, w, k = settings.get("cg_scale"), settings.get("cfg_scale"), settings.get("baseline_steps")
+    return [
+        "uncond",
+        None if s is None else f"cg-{s:g}",
+        None if w is None else f"cfg-{w:g}",
+        None if k is None else f"ddim{k}",
+    ]
 
 
 @dataclass(frozen=True)
@@ -549,7 +564,7 @@ class Grid:
 
 SAMPLE_ROWS: dict[str, Grid] = {
     # GRID_ROWS of reference/accelerate_method/bench.py
-    "accelerate-method": Grid(lambda r: ["base", "newton", "reuse", "ddim-same"]),
+    "accelerate-method": Grid(lambda r: ["ddim50", "newton", "reuse", "ddim-same"]),
     "classifier-guidance": Grid(_guidance_rows),
     # measure() of reference/consistency_latent_diffusion/bench.py: ddim50, cm<h>, dpm<h>
     "consistency-latent-diffusion": Grid(

@@ -1,242 +1,175 @@
 """Benchmark and demo of [`reference.accelerate_method`][reference.accelerate_method] (the technique
-contract of `reference.harness.cli`).
+contract of `reference.harness.entry`: it declares a comparison, the harness measures).
 
-Rows, over paired noise seeds: the zoo U-Net with plain DDIM (baseline); step forecasting every
-``k`` steps with Newton forecasts of order ``m`` and 1 and with TaylorSeer's formula (technique);
-reusing the last output and plain DDIM with the same number of network evaluations (control,
-timed); the same at the other intervals; on the zoo DiT, plain DDIM (reference), our forecasts
-and diffusers' ``apply_taylorseer_cache``; the class-balanced real digits (reference).
+Rows, every one from the same noise and labels on every seed, all with DDIM on the clipped ODE
+(`reference.accelerate_method.samplers` says how each samples):
+
+* ``ddim50``: the zoo teacher U-Net, 50 steps (baseline): the one baseline of every benchmark;
+* ``newton``: the same 50 steps with the network run on the steps of the schedule (warm-up
+  ``w``, then every ``k``-th) and the Newton forecast of order ``m`` in between (technique);
+* ``reuse`` (the last output, order 0) and ``ddim-same`` (DDIM with as many network evaluations,
+  fewer and larger steps) at the same ``k`` (controls, timed);
+* ``newton1`` (order 1) and ``taylor`` (TaylorSeer's finite-difference formula) at the same ``k``
+  (techniques, sampled only), ``newton-kK`` and ``ddim-kK`` at the other intervals;
+* on the zoo DiT, in a second comparison with its own baseline ``dit-ddim50``: our forecasts,
+  DDIM with the same NFE and diffusers' ``apply_taylorseer_cache`` (order 1, the same steps);
+* ``real``: held-out real digits at the same n (`reference.harness.scores.real_row`).
+
+Forecasting approximates the baseline's own computation (the same ODE, the same steps), so its
+primary figure is the fidelity, each sample's distance to the converged solution of its noise
+(``rms_to_solution``, eq. (6) of `reference.harness.compare`), with the held-out FDD, KID,
+accuracy and diversity beside it. Aims, on paired seeds and timing rounds:
+
+    beats-same-nfe:  rms(newton) / rms(ddim-same) < 1                                      (1)
+    fidelity:        rms(newton) / rms(ddim50) <= 2                                         (2)
+    quality:         FDD(newton) / FDD(ddim50) <= 1.1                                       (3)
+    speedup:         median T(ddim50) / median T(newton) >= 1.7                              (4)
+
+(1) is the question a user should ask first: is forecasting better than simply taking fewer,
+larger steps at the same cost? The headline speedup's limit is the bound of
+`reference.accelerate_method.schedule.speedup_limit`, from the evaluations counted in the run:
+
+    limit = N / NFE(newton) = 50 / (w + ceil((50 - w) / k))                                (5)
+
+a true bound: both runs take the same 50 steps and call the same network at the same batch, and
+the forecasts only add work.
+
+Sources: TaylorSeer, Liu et al. 2025 (arXiv:2503.06923); DDIM, Song et al. 2021
+(arXiv:2010.02502); the clipped ODE, the baseline and the solution, `reference.harness.ode`.
+
+Pitfalls
+========
+* The DiT rows are a separate comparison: their fidelity is to the DiT's own solution, and their
+  speedups are against ``dit-ddim50``, never against the U-Net.
+* ``n_quality`` is at most 140 so that the held-out real row is measured at the same n.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import torch
-
-from reference.harness.cli import Option, at_least, check_seeds, int_tuple
-from reference.harness.cost import latency_note
-from reference.harness.results import (
-    Figure,
-    Measurement,
-    Row,
-    aim,
-    metrics,
-    note,
-    settings_of,
-    speedup_headline,
+from reference.harness.compare import (
+    FIDELITY,
+    Comparison,
+    HeadlineSpec,
+    Measured,
+    Outcome,
+    QualityAim,
+    SpeedupAim,
+    outcome,
 )
-from reference.harness.seeds import N_QUALITY, SEEDS
+from reference.harness.compare import measure as measure_comparison
+from reference.harness.results import Figure, metrics, settings_of
+from reference.harness.scores import QUALITY_METRICS, held_out_score
 
-from .figures import plot_fdd_vs_nfe
-from .runs import Study, measure
-from .schedule import speedup_limit
+from .config import (
+    BASELINE,
+    BASELINE_STEPS,
+    DEMO,
+    FIDELITY_AIM,
+    FULL,
+    OPTIONS,
+    QUALITY_AIM,
+    QUICK,
+    SAME_NFE_AIM,
+    SPEEDUP_AIM,
+    Config,
+)
+from .notes import limit
+from .schedule import full_computations
 
+CONTRACT = 2
 SLUG = "accelerate-method"
-GRID_ROWS = ("base", "newton", "reuse", "ddim-same")
+GRID_ROWS = (BASELINE, "newton", "reuse", "ddim-same")
 """The rows of the sample grid, top to bottom."""
+__all__ = ["CONTRACT", "DEMO", "FULL", "OPTIONS", "QUICK", "SLUG", "Config", "demo", "measure"]
 
 
-@dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run."""
-
-    samples: int = N_QUALITY
-    seeds: tuple[int, ...] = SEEDS
-    steps: int = 50
-    interval: int = 2
-    warmup: int = 2
-    order: int = 2
-    intervals: tuple[int, ...] = (2, 3, 4)
-    latency_batch: int = 32
-    repeats: int = 15
-    timing_warmup: int = 1
-    dit: bool = True
-
-    def validate(self) -> None:
-        at_least(self, steps=2, interval=1)
-        if not self.intervals or min(self.intervals) < 1:
-            raise ValueError(f"--intervals must be >= 1, got {self.intervals}")
-        if self.warmup < 1:
-            raise ValueError(
-                f"--warmup must be >= 1 (the first step has no history), got {self.warmup}"
-            )
-        at_least(self, order=0)
-        if self.samples < 20:
-            raise ValueError(f"--samples must be >= 20 (two per class), got {self.samples}")
-        check_seeds(self.seeds)
-        at_least(self, latency_batch=1, repeats=2)
-        if self.timing_warmup < 0:
-            raise ValueError(f"warm-up rounds must be >= 0, got {self.timing_warmup}")
+def aims(cfg: Config) -> tuple[Any, ...]:
+    """(1)-(4) for the headline forecast."""
+    k = cfg.interval
+    full = full_computations(BASELINE_STEPS, k, cfg.warmup)
+    steps = {"k": k, "steps": BASELINE_STEPS}
+    return (
+        QualityAim("beats-same-nfe", "newton", "ddim-same", FIDELITY, "<", SAME_NFE_AIM, "ratio",
+                   {"k": k, "full": full}),
+        QualityAim("fidelity", "newton", BASELINE, FIDELITY, "<=", FIDELITY_AIM, "ratio", steps),
+        QualityAim("quality", "newton", BASELINE, "fd_digits", "<=", QUALITY_AIM, "ratio", steps),
+        SpeedupAim("speedup", "newton", BASELINE, ">=", SPEEDUP_AIM,
+                   {**steps, "limit": BASELINE_STEPS / full}),
+    )  # fmt: skip
 
 
-FULL = Config()
-QUICK = Config(
-    samples=20,
-    seeds=(0, 1),
-    steps=6,
-    intervals=(2,),
-    latency_batch=4,
-    repeats=2,
-    timing_warmup=0,
-)
-DEMO = Config(
-    samples=64, seeds=(0, 1), steps=20, intervals=(2, 3), latency_batch=16, repeats=2, dit=False
-)
-OPTIONS = (
-    Option("samples"),
-    Option("seeds", int_tuple, "S,S,..."),
-    Option("steps"),
-    Option("interval"),
-    Option("warmup"),
-    Option("order"),
-    Option("intervals", int_tuple, "N,N,..."),
-    Option("latency_batch"),
-    Option("repeats"),
-)
+def _comparison(cfg: Config, variants: list[Any], model: Any, head: str, aims: tuple) -> Comparison:
+    from reference.harness.fidelity import solution_of
 
-
-def _rows(study: Study) -> list[Row]:
-    rows = []
-    for r in study.runs:
-        group = study.lat.get("dit" if r.dit else "unet")
-        values, intervals, seeds = study.quality.row_fields(r.key)
-        values["nfe"] = float(r.nfe)
-        spread = {}
-        if group is not None and r.key in group.stats:
-            values |= {"latency_ms": group.median_ms(r.key), "speedup": group.speedup[r.key]}
-            intervals["speedup"] = group.speedup_interval(r.key)
-            spread = {"latency_ms": group.iqr_ms(r.key)}
-        rows.append(Row(r.key, r.config, r.role, values, intervals, spread, seeds))  # type: ignore[arg-type]
-    return rows
-
-
-def _aims(study: Study, cfg: Config, limit: float, same: int) -> list:
-    """Against the same-NFE DDIM control and the baseline (paired FDD ratios), and the speedup."""
-    lat, q, k = study.lat["unet"], study.quality, cfg.interval
-    vs_ctrl = q.ratio("newton", "ddim-same", "fd_digits")
-    quality = q.ratio("newton", "base", "fd_digits")
-    speed, speed_ci = lat.speedup["newton"], lat.speedup_interval("newton")
-    return [
-        aim(
-            "beats-same-nfe",
-            vs_ctrl.value,
-            1.0,
-            "<",
-            vs_ctrl.interval,
-            row="newton",
-            against="ddim-same",
-            k=k,
-            full=same,
-        ),
-        aim(
-            "quality",
-            quality.value,
-            1.1,
-            "<=",
-            quality.interval,
-            row="newton",
-            against="base",
-            k=k,
-            steps=cfg.steps,
-        ),
-        aim(
-            "speedup",
-            speed,
-            1.7,
-            ">=",
-            speed_ci,
-            row="newton",
-            against="base",
-            k=k,
-            steps=cfg.steps,
-            limit=limit,
-        ),
-    ]
-
-
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Step forecasting on the zoo U-Net (and DiT) over paired seeds; figures into ``out``."""
-    from reference.harness import quality_note, real_reference_row, save_grid
-
-    study = measure(cfg)
-    q, lat = study.quality, study.lat["unet"]
-    n, k, w = cfg.steps, cfg.interval, cfg.warmup
-    same = next(r.nfe for r in study.runs if r.key == "newton")  # counted in the run
-    limit = n / same  # the baseline's N network calls over the forecast's: a bound (see note)
-    vs_ctrl = q.ratio("newton", "ddim-same", "fd_digits")
-    ctrl_speed = lat.speedup_over("newton", "ddim-same")
-    ctrl_lo, ctrl_hi = lat.speedup_interval("newton", against="ddim-same")
-    quality = q.ratio("newton", "base", "fd_digits")
-    figures = [Figure(f"{SLUG}.png", "fdd-vs-nfe"), Figure(f"{SLUG}-samples.png", "samples")]
-    plot_fdd_vs_nfe(study, cfg, out / figures[0].file)
-    grid = torch.cat([study.samples[key][:10] for key in GRID_ROWS])
-    save_grid(grid, out / figures[1].file, nrow=10)
-    aims = _aims(study, cfg, limit, same)
-    notes = [
-        note("setup", steps=n, n=cfg.samples),
-        quality_note(cfg.samples, cfg.seeds),
-        note("schedule", warmup=w, k=k, full=same, steps=n, limit=limit),
-        latency_note(cfg.repeats, cfg.latency_batch),
-        note(
-            "same-nfe-control",
-            full=same,
-            ratio=vs_ctrl.value,
-            lo=vs_ctrl.interval[0],
-            hi=vs_ctrl.interval[1],
-            speed=ctrl_speed,
-            speed_lo=ctrl_lo,
-            speed_hi=ctrl_hi,
-        ),
-    ]
-    if cfg.dit:
-        notes.append(note("dit-hook"))
-    if aims[0].state == "missed":
-        notes.append(note("forecast-loses", k=k, ratio=vs_ctrl.value, full=same))
-    return Measurement(
-        settings=settings_of(cfg, scheduler="ddim"),
-        metrics=metrics(
-            "nfe",
-            "latency_ms",
-            "speedup",
-            "fd_digits",
-            "kid_digits",
-            "accuracy",
-            "diversity",
-            "psnr_vs_baseline",
-        ),
-        rows=[*_rows(study), real_reference_row(cfg.samples)],
-        headline=speedup_headline(
-            "newton",
-            lat,
-            limit=limit,
-            limit_kind="bound",
-            quality_ratio=quality.value,
-            quality_interval=quality.interval,
-        ),
+    return Comparison(
+        variants=tuple(variants),
+        metrics=metrics("latency_ms", "speedup", *QUALITY_METRICS, "nfe"),
+        score=held_out_score(cfg.n_quality),
+        seeds=cfg.seeds,
         aims=aims,
-        notes=notes,
+        headline=HeadlineSpec(head, quality=FIDELITY, limit=limit, limit_kind="bound"),
+        repeats=cfg.repeats,
+        warmup=cfg.timing_warmup,
+        solution=solution_of(model, cfg.n_quality, cfg.solution_steps),
+    )
+
+
+def _measured(cfg: Config) -> tuple[Measured, list[Measured]]:
+    """The U-Net comparison (the headline) and, with ``dit``, the DiT's."""
+    from reference import zoo
+    from reference.harness.sampling import frozen
+
+    from .samplers import dit_variants, unet_variants
+
+    unet = frozen(zoo.load_teacher())
+    m = measure_comparison(_comparison(cfg, unet_variants(cfg, unet), unet, "newton", aims(cfg)))
+    if not cfg.dit:
+        return m, []
+    dit = frozen(zoo.load_dit())
+    c = _comparison(cfg, dit_variants(cfg, dit), dit, "dit-newton", ())
+    return m, [measure_comparison(c)]
+
+
+def measure(cfg: Config, staging: Path) -> Outcome:
+    """Sample (paired seeds), score, count and time every row; write the figures."""
+    from reference.harness.scores import real_row
+
+    from .figures import plot_fidelity_vs_nfe, save_samples
+    from .notes import notes
+
+    m, more = _measured(cfg)
+    figures = [Figure(f"{SLUG}.png", "fidelity-vs-nfe"), Figure(f"{SLUG}-samples.png", "samples")]
+    plot_fidelity_vs_nfe(m, cfg, staging / figures[0].file)
+    save_samples(m, GRID_ROWS, staging / figures[1].file)
+    return outcome(
+        m,
+        settings=settings_of(
+            cfg, baseline_steps=BASELINE_STEPS, ode="clipped", quality_reference="held-out-half"
+        ),
+        notes=notes(cfg, m, more),
         figures=figures,
+        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
+        more=more,
     )
 
 
 def demo(cfg: Config, out: Path) -> None:
-    """Every configuration's NFE, mean FDD and latency; the figure and a sample grid."""
-    from reference.harness import save_grid
+    """Every row's NFE, fidelity, FDD and latency (means over the seeds); the figures."""
+    from .figures import plot_fidelity_vs_nfe, save_samples
 
-    study = measure(cfg)
-    lat = study.lat["unet"]
-    print(f"{'row':14} {'NFE':>4} {'FDD':>7} {'ms':>8} {'speedup':>7}")
-    for r in study.runs:
-        timed = r.key in lat.stats
-        ms = f"{lat.median_ms(r.key):8.0f}" if timed else f"{'-':>8}"
-        sp = f"{lat.speedup[r.key]:7.2f}" if timed else f"{'-':>7}"
-        fd = study.quality.summary(r.key, "fd_digits").value
-        print(f"{r.key:14} {r.nfe:4d} {fd:7.2f} {ms} {sp}")
-    limit = speedup_limit(cfg.steps, cfg.interval, cfg.warmup)
-    print(f"limit N / (w + ceil((N - w) / k)) = {limit:.2f}")
-    fig = plot_fdd_vs_nfe(study, cfg, out / f"{SLUG}-demo.png")
-    grid = torch.cat([study.samples[key][:10] for key in GRID_ROWS])
-    path = save_grid(grid, out / f"{SLUG}-demo-samples.png", nrow=10)
-    print(f"{fig}\n{path} (rows: {', '.join(GRID_ROWS)})")
+    m, more = _measured(cfg)
+    print(f"{'row':16} {'NFE':>4} {'rms':>7} {'FDD':>7} {'ms':>8} {'speedup':>7}")
+    for row in [r for x in (m, *more) for r in x.rows]:
+        v = row.values
+        ms = "-" if v.get("latency_ms") is None else f"{v['latency_ms']:.0f}"
+        sp = "-" if v.get("speedup") is None else f"{v['speedup']:.2f}"
+        print(
+            f"{row.id:16} {v['nfe']:4.0f} {v[FIDELITY]:7.4f} {v['fd_digits']:7.2f} {ms:>8} {sp:>7}"
+        )
+    print(f"limit 50 / NFE = {limit(m):.2f}")
+    fig = plot_fidelity_vs_nfe(m, cfg, out / f"{SLUG}-demo.png")
+    grid = save_samples(m, GRID_ROWS, out / f"{SLUG}-demo-samples.png")
+    print(f"{fig}\n{grid} (rows: {', '.join(GRID_ROWS)})")

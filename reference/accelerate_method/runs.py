@@ -1,4 +1,6 @@
-"""The configurations the benchmark compares, and their measurement.
+"""The configurations the benchmark compared before its port to the clipped ODE (the zoo
+scheduler's DDIM); the benchmark now declares its rows in `reference.accelerate_method.samplers`.
+Kept because the package docstring links here; it goes with that docstring's next change.
 
 On every noise seed, every run samples the same noise with the zoo's DDIM scheduler (paired);
 forecasting runs check that the network ran exactly as often as

@@ -1,317 +1,182 @@
 """Benchmark and demo of [`reference.classifier_guidance`][reference.classifier_guidance] (the
-technique contract of `reference.harness.cli`).
+technique contract of `reference.harness.entry`: it declares a comparison, the harness measures).
 
-Rows: the zoo teacher fed the null class (baseline), classifier guidance of that unconditional
-model by the noise-aware classifier at every scale (technique), classifier-free guidance on the
-same weights at every scale (control), classifier-free guidance at the headline scale with the
-fewer DDIM steps that cost what classifier guidance costs per sample (the same-cost control), the
-plain conditional model, ``w = 1``, and class-balanced real digits (references); all from the
-same noise on every paired seed. The timed rows carry the latency of a whole sampling run, its
-FLOPs per sample, and the NFE their accuracy curve needs to reach the target.
+Rows, every one from the same noise and target labels on every seed, all with DDIM on the clipped
+ODE (`reference.classifier_guidance.rows` says how each samples):
+
+* ``ddim50``: the conditional zoo teacher, 50 steps (baseline): the one baseline of every
+  benchmark, whose convergence the baseline sanity study checks;
+* ``uncond``: the same weights fed the null class (reference): the unconditional model that
+  classifier guidance steers;
+* ``cg-s``: that unconditional model guided by the noise-aware classifier at scale ``s``
+  (technique; the headline scale is fixed in the configuration before the run);
+* ``cfg-w``: classifier-free guidance on the same weights at scale ``w`` (control);
+* ``cfg-matched``: classifier-free guidance at the headline ``w`` with the fewer steps that cost
+  what classifier guidance costs per sample (control at the same FLOPs);
+* ``ddimN``, ``cg-s@N``, ``cfg-w@N``: the conditional model and both headline scales at the
+  fewer steps of ``--nfe-grid`` (reference rows: the accuracy-against-NFE curves);
+* ``real``: held-out real digits at the same n (`reference.harness.scores.real_row`).
+
+Guidance changes the distribution to sample, so quality is judged on the distribution (held-out
+FDD and KID, class accuracy, diversity), never as a distance to the conditional ODE's solution.
+Aims, on paired seeds, for the headline ``s``:
+
+    accuracy:               mean accuracy(cg-s) >= 0.9                                     (1)
+    beats-unguided:         FDD(cg-s) / FDD(uncond) < 1                                    (2)
+    accuracy-vs-same-cost:  accuracy(cg-s) - accuracy(cfg-matched) >= 0                   (3)
+    quality-vs-same-cost:   FDD(cg-s) / FDD(cfg-matched) <= 1                              (4)
+
+(2) is the claim of Dhariwal & Nichol 2021 (arXiv:2105.05233, Table 4: guidance lowers the FID
+of an unconditional ImageNet model); (3)-(4) ask whether the classifier's gradient is worth its
+cost against the alternative that needs no classifier (Ho & Salimans 2022, arXiv:2207.12598).
+
+The headline is ``cg-s`` against the baseline: its speedup is below 1 (guidance adds work to every
+step, it removes none), and its limit is the ratio of FLOPs per sample,
+
+    limit = F_cond · K / (F_cg · K) = F_cond / F_cg                                        (5)
+
+an estimate, not a bound: the classifier's backward pass is not the only work outside the
+network, and matrix products are not all of the time.
+
+Pitfalls
+========
+* ``n_quality`` is at most 140 so that the held-out real row is measured at the same n.
+* The unguided rows ignore their targets: they have no accuracy and no class-weighted KID.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from reference.harness.cli import Option, at_least, check_seeds, float_tuple, int_tuple
-from reference.harness.cost import latency_note
-from reference.harness.results import (
-    Aim,
-    Figure,
-    Measurement,
-    Metric,
-    Note,
-    Row,
-    aim,
-    metrics,
-    note,
-    settings_of,
-    speedup_headline,
+from reference.harness.compare import (
+    Comparison,
+    HeadlineSpec,
+    Measured,
+    Outcome,
+    QualityAim,
+    outcome,
 )
-from reference.harness.seeds import N_QUALITY, SEEDS
+from reference.harness.compare import measure as measure_comparison
+from reference.harness.results import Figure, metrics, settings_of
+from reference.harness.scores import QUALITY_METRICS, held_out_score
 
-from .figures import GRID_ROWS, plot_study, save_samples
-from .study import Key, Study, first_reaching, measure, table_key
+from .config import (
+    ACCURACY_AIM,
+    BASELINE,
+    BASELINE_STEPS,
+    DEMO,
+    FULL,
+    OPTIONS,
+    QUICK,
+    SAME_COST_AIM,
+    UNGUIDED_AIM,
+    Config,
+)
+from .rows import row_id
 
+CONTRACT = 2
 SLUG = "classifier-guidance"
-METHODS = {
-    "uncond": "unguided",
-    "cg": "classifier-guidance",
-    "cfg": "classifier-free-guidance",
-}
+__all__ = ["CONTRACT", "DEMO", "FULL", "OPTIONS", "QUICK", "SLUG", "Config", "demo", "measure"]
 
 
-@dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run."""
-
-    samples: int = N_QUALITY
-    seeds: tuple[int, ...] = SEEDS
-    steps: int = 20
-    cg_scales: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0)
-    cfg_scales: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0)
-    nfe_grid: tuple[int, ...] = (2, 5, 10, 20)
-    target_accuracy: float = 0.9
-    latency_batch: int = 32
-    repeats: int = 15
-    warmup: int = 2
-
-    def validate(self) -> None:
-        if self.samples < 20:
-            raise ValueError(f"--samples must be >= 20 (two per class), got {self.samples}")
-        check_seeds(self.seeds)
-        at_least(self, steps=1)
-        if not self.nfe_grid or min(self.nfe_grid) < 1:
-            raise ValueError(f"--nfe-grid must be >= 1, got {self.nfe_grid}")
-        for name, scales, neutral, row in (
-            ("--cg-scales", self.cg_scales, 0.0, "the unguided row"),
-            ("--cfg-scales", self.cfg_scales, 1.0, "the conditional row"),
-        ):
-            if any(s < 0 for s in scales):
-                raise ValueError(f"{name} must be >= 0, got {scales}")
-            if len(set(scales)) != len(scales):
-                raise ValueError(f"{name} repeats a scale: {scales}")
-            if neutral not in scales:
-                raise ValueError(f"{name} must include {neutral:g} ({row}), got {scales}")
-            if not any(s > neutral for s in scales):
-                raise ValueError(f"{name} needs a scale above {neutral:g}, got {scales}")
-        if not 0.0 < self.target_accuracy <= 1.0:
-            raise ValueError(f"target accuracy must be in (0, 1], got {self.target_accuracy}")
-        at_least(self, latency_batch=1, repeats=1)
-        if self.warmup < 0:
-            raise ValueError(f"warm-up rounds must be >= 0, got {self.warmup}")
+def aims(cfg: Config, matched: int) -> tuple[QualityAim, ...]:
+    """(1)-(4) for the headline classifier guidance; ``matched``: the control's steps."""
+    s, k = cfg.cg_scale, BASELINE_STEPS
+    head = row_id("classifier-guidance", s, k)
+    same = {"scale": s, "steps": k, "cfg_scale": cfg.cfg_scale, "cfg_steps": matched}
+    return (
+        QualityAim("accuracy", head, None, "accuracy", ">=", ACCURACY_AIM, "value",
+                   {"scale": s, "steps": k}),
+        QualityAim("beats-unguided", head, "uncond", "fd_digits", "<", UNGUIDED_AIM, "ratio",
+                   {"scale": s}),
+        QualityAim("accuracy-vs-same-cost", head, "cfg-matched", "accuracy", ">=", 0.0,
+                   "difference", same),
+        QualityAim("quality-vs-same-cost", head, "cfg-matched", "fd_digits", "<=",
+                   SAME_COST_AIM, "ratio", same),
+    )  # fmt: skip
 
 
-FULL = Config()
-QUICK = Config(
-    samples=20,
-    seeds=(0, 1),
-    steps=2,
-    cg_scales=(0.0, 2.0),
-    cfg_scales=(1.0, 2.0),
-    nfe_grid=(1, 2),
-    latency_batch=2,
-    repeats=2,
-    warmup=0,
-)
-DEMO = Config(
-    samples=60,
-    seeds=(0, 1),
-    steps=10,
-    cg_scales=(0.0, 1.0, 4.0),
-    cfg_scales=(1.0, 3.0),
-    nfe_grid=(5, 10),
-    repeats=3,
-    warmup=1,
-)
-OPTIONS = (
-    Option("samples"),
-    Option("seeds", int_tuple, "S,S,..."),
-    Option("steps"),
-    Option("cg_scales", float_tuple, "X,X,..."),
-    Option("cfg_scales", float_tuple, "X,X,..."),
-    Option("nfe_grid", int_tuple, "N,N,..."),
-    Option("latency_batch"),
-    Option("repeats"),
-)
-QUALITY_AIM = 1.5
-"""Classifier guidance may cost FDD against the unguided sampler, but at most 1.5x."""
+def comparison(cfg: Config, sampler: Any, flops: dict[str, float], matched: int) -> Comparison:
+    """The rows on paired seeds, scored on the held-out digits, timed interleaved."""
+    from .rows import variants
 
-
-def row_id(method: str, scale: float) -> str:
-    """``uncond``, ``cg-2``, ``cfg-1.5``: the row of a method at the main steps."""
-    return "uncond" if method == "uncond" else f"{method}-{scale:g}"
-
-
-def _row(study: Study, key: Key, rid: str, config: dict, role: str, cfg: Config) -> Row:
-    """A row: per-seed quality of ``key``; latency, speedup and GFLOPs per sample when timed;
-    the NFE that reaches the target accuracy on the accuracy-against-NFE curves."""
-    method, scale, steps = key
-    values, intervals, seeds = study.table.row_fields(table_key(*key))
-    values["nfe"] = float(steps)
-    spread = {}
-    timed = {row_id("uncond", 0.0): "uncond", row_id("cg", study.cg_scale): "cg"}
-    timed[row_id("cfg", study.cfg_scale)] = "cfg"
-    name = "cfg-matched" if rid == "cfg-matched" else timed.get(rid)
-    if name is not None:
-        lat, per_step = study.lat, study.flops["cfg" if name == "cfg-matched" else name]
-        values |= {
-            "latency_ms": lat.median_ms(name),
-            "speedup": lat.speedup[name],
-            "gflops": per_step * steps / 1e9,
-        }
-        if name != lat.baseline:
-            intervals["speedup"] = lat.speedup_interval(name)
-        spread = {"latency_ms": lat.iqr_ms(name)}
-    curves = {("cg", study.cg_scale), ("cfg", study.cfg_scale), ("cfg", 1.0)}
-    if (method, scale) in curves and steps == cfg.steps:
-        reach = first_reaching(study.curve(method, scale, cfg.nfe_grid), cfg.target_accuracy)
-        values["nfe_to_target"] = None if reach is None else float(reach)
-    return Row(rid, config, role, values, intervals, spread, seeds)  # type: ignore[arg-type]
-
-
-def _rows(study: Study, cfg: Config) -> list[Row]:
-    from reference.harness import real_reference_row
-
-    k = cfg.steps
-    keys = [("uncond", 0.0)] + [("cg", s) for s in cfg.cg_scales]
-    keys += [("cfg", w) for w in cfg.cfg_scales]
-    rows = []
-    for method, scale in keys:
-        config: dict[str, object] = {"method": METHODS[method], "scale": scale, "steps": k}
-        if method == "uncond":
-            config = {"method": "unguided", "steps": k}
-        elif method == "cfg" and scale == 1.0:
-            config["method"] = "conditional"
-        role = {"uncond": "baseline", "cg": "technique"}.get(method, "control")
-        role = "reference" if config["method"] == "conditional" else role
-        rows.append(_row(study, (method, scale, k), row_id(method, scale), config, role, cfg))
-    w, m = study.cfg_scale, study.matched
-    same = {"method": "cfg-same-cost", "scale": w, "steps": m}
-    rows.append(_row(study, ("cfg", w, m), "cfg-matched", same, "control", cfg))
-    return [*rows, real_reference_row(cfg.samples)]
-
-
-def _aims(study: Study, cfg: Config) -> list[Aim]:
-    """The headline classifier guidance: its accuracy, its FDD cost against the unguided
-    sampler, and its accuracy and FDD against classifier-free guidance at the same FLOPs."""
-    k, s, w = cfg.steps, study.cg_scale, study.cfg_scale
-    t = study.table
-    head, uncond = table_key("cg", s, k), table_key("uncond", 0.0, k)
-    control = table_key("cfg", w, study.matched)
-    acc = t.summary(head, "accuracy")
-    quality = t.ratio(head, uncond, "fd_digits")
-    acc_vs = t.difference(head, control, "accuracy")
-    fd_vs = t.ratio(head, control, "fd_digits")
-    rid = row_id("cg", s)
-    same = {"row": rid, "against": "cfg-matched", "scale": s, "cfg_scale": w, "steps": k}
-    same["cfg_steps"] = study.matched
-    return [
-        aim(
-            "accuracy",
-            acc.value,
-            cfg.target_accuracy,
-            ">=",
-            acc.interval,
-            row=rid,
-            scale=s,
-            steps=k,
+    head = row_id("classifier-guidance", cfg.cg_scale, BASELINE_STEPS)
+    return Comparison(
+        variants=tuple(variants(cfg, sampler, flops, matched)),
+        metrics=metrics("latency_ms", "speedup", "gflops", *QUALITY_METRICS, "nfe"),
+        score=held_out_score(cfg.n_quality),
+        seeds=cfg.seeds,
+        aims=aims(cfg, matched),
+        headline=HeadlineSpec(
+            head,
+            quality="fd_digits",
+            limit=flops["uncond"] / flops["cg"],  # (5)
+            limit_kind="estimate",
         ),
-        aim(
-            "quality",
-            quality.value,
-            QUALITY_AIM,
-            "<=",
-            quality.interval,
-            row=rid,
-            against="uncond",
-            scale=s,
-        ),
-        aim("accuracy-vs-same-cost", acc_vs.value, 0.0, ">=", interval=acc_vs.interval, **same),
-        aim("quality-vs-same-cost", fd_vs.value, 1.0, "<=", interval=fd_vs.interval, **same),
-    ]
+        repeats=cfg.repeats,
+        warmup=cfg.warmup,
+    )
 
 
-def _notes(study: Study, cfg: Config) -> list[Note]:
-    from reference.harness import quality_note, real_diversity
+def _measured(cfg: Config) -> tuple[Measured, dict[str, float], int]:
+    """The FLOPs of one step of each method, the matched steps, and the measured comparison."""
+    import torch
 
-    k, lat, flops = cfg.steps, study.lat, study.flops
-    s_cg, s_cfg = study.cg_scale, study.cfg_scale
-    lo, hi = lat.speedup_interval("cg", against="cfg-matched")  # same rounds, control as base
-    return [
-        note("setup", steps=k, n=cfg.samples, real_diversity=real_diversity()),
-        quality_note(cfg.samples, cfg.seeds),
-        note(
-            "headline-scales",
-            target=cfg.target_accuracy,
-            steps=k,
-            cg_scale=s_cg,
-            cg_accuracy=study.mean(("cg", s_cg, k), "accuracy"),
-            cfg_scale=s_cfg,
-            cfg_accuracy=study.mean(("cfg", s_cfg, k), "accuracy"),
-        ),
-        note("scales-in-sample", seeds=len(cfg.seeds)),
-        note(
-            "same-cost",
-            steps=k,
-            cfg_steps=study.matched,
-            uncond_mflops=flops["uncond"] / 1e6,
-            cg_mflops=flops["cg"] / 1e6,
-            cfg_mflops=flops["cfg"] / 1e6,
-            speedup=lat.speedup_over("cg", "cfg-matched"),
-            lo=lo,
-            hi=hi,
-        ),
-        latency_note(cfg.repeats, cfg.latency_batch),
-        note("nfe-to-target", target=cfg.target_accuracy, grid=sorted(cfg.nfe_grid)),
-    ]
+    from reference.harness import count_flops
+
+    from .rows import Sampler
+    from .study import Models, matched_steps
+
+    models = Models()
+    fns = models.step_fns(cfg.batch_latency, max(cfg.seeds) + 1)
+    with torch.no_grad():
+        flops = {name: count_flops(f) / cfg.batch_latency for name, f in fns.items()}
+    matched = matched_steps(BASELINE_STEPS, flops)
+    return measure_comparison(comparison(cfg, Sampler(models), flops, matched)), flops, matched
 
 
-def benchmark(cfg: Config, out: Path) -> Measurement:
-    """Classifier vs classifier-free guidance on the zoo teacher; figures into ``out``."""
-    study = measure(cfg)
-    k, s_cg = cfg.steps, study.cg_scale
-    head = row_id("cg", s_cg)
-    q_ratio = study.table.ratio(table_key("cg", s_cg, k), table_key("uncond", 0.0, k), "fd_digits")
+def measure(cfg: Config, staging: Path) -> Outcome:
+    """Sample (paired seeds), score, count and time every row; write the figures."""
+    from reference.harness.scores import real_row
+
+    from .figures import plot_study, save_samples
+    from .notes import notes
+
+    m, flops, matched = _measured(cfg)
     figures = [Figure(f"{SLUG}.png", "scales-and-nfe"), Figure(f"{SLUG}-samples.png", "samples")]
-    plot_study(study, cfg, out / figures[0].file)
-    save_samples(study, cfg, out / figures[1].file)
-    curves = (("cg", s_cg), ("cfg", study.cfg_scale), ("cfg", 1.0))
-    grid = sorted(cfg.nfe_grid)
-    return Measurement(
+    plot_study(m, cfg, matched, staging / figures[0].file)
+    save_samples(m, cfg, staging / figures[1].file)
+    return outcome(
+        m,
         settings=settings_of(
             cfg,
-            scheduler="ddim",
-            nfe_grid=grid,
-            matched_cfg_steps=study.matched,
-            accuracy_vs_nfe_rows=[row_id(m, s) for m, s in curves],
-            accuracy_vs_nfe=[list(study.curve(m, s, tuple(grid)).values()) for m, s in curves],
+            baseline_steps=BASELINE_STEPS,
+            matched_cfg_steps=matched,
+            ode="clipped",
+            quality_reference="held-out-half",
         ),
-        metrics=metrics(
-            "nfe",
-            "accuracy",
-            "fd_digits",
-            "kid_digits",
-            "diversity",
-            "latency_ms",
-            "speedup",
-            "gflops",
-            nfe_to_target=Metric("", "lower"),
-        ),
-        rows=_rows(study, cfg),
-        headline=speedup_headline(
-            head,
-            study.lat,
-            "cg",
-            # FLOPs per sample, unguided over guided: the work done, an estimate of the latency
-            limit=study.flops["uncond"] / study.flops["cg"],
-            limit_kind="estimate",
-            quality_ratio=q_ratio.value,
-            quality_interval=q_ratio.interval,
-        ),
-        aims=_aims(study, cfg),
-        notes=_notes(study, cfg),
+        notes=notes(cfg, m, flops, matched),
         figures=figures,
+        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
     )
 
 
 def demo(cfg: Config, out: Path) -> None:
-    """Accuracy, FDD and diversity of every method and scale (means over the seeds); the
-    latency of whole sampling runs; the figures."""
-    study = measure(cfg)
-    print(f"{'configuration':40} {'acc':>6} {'FDD':>7} {'div':>6}")
-    for key in sorted(study.table.values):
-        means = {m: study.table.summary(key, m).value for m in study.table.values[key]}
-        acc = "-" if "accuracy" not in means else f"{means['accuracy']:.2f}"
-        print(f"{key:40} {acc:>6} {means['fd_digits']:7.2f} {means['diversity']:6.2f}")
-    lat = study.lat
-    print("ms per run: " + ", ".join(f"{k} {lat.median_ms(k):.1f}" for k in lat.stats))
-    print(
-        f"headline scales: classifier s={study.cg_scale:g}, classifier-free w={study.cfg_scale:g}"
-        f" (same-cost control: {study.matched} steps)"
-    )
-    fig = plot_study(study, cfg, out / f"{SLUG}-demo.png")
-    grid = save_samples(study, cfg, out / f"{SLUG}-demo-samples.png")
-    print(f"{fig}\n{grid} (rows: {', '.join(GRID_ROWS)})")
+    """Every row's accuracy, FDD and diversity (means over the seeds), the latency of the timed
+    rows, the figures."""
+    from .figures import grid_rows, plot_study, save_samples
+
+    m, _, matched = _measured(cfg)
+    print(f"{'row':14s} {'NFE':>4s} {'ms':>8s} {'acc':>5s} {'FDD':>7s} {'div':>6s}")
+    for row in m.rows:
+        v = row.values
+        ms = "-" if v.get("latency_ms") is None else f"{v['latency_ms']:.1f}"
+        acc = "-" if v.get("accuracy") is None else f"{v['accuracy']:.2f}"
+        print(
+            f"{row.id:14s} {v['nfe']:4.0f} {ms:>8s} {acc:>5s} {v['fd_digits']:7.2f} "
+            f"{v['diversity']:6.2f}"
+        )
+    fig = plot_study(m, cfg, matched, out / f"{SLUG}-demo.png")
+    grid = save_samples(m, cfg, out / f"{SLUG}-demo-samples.png")
+    print(f"{fig}\n{grid} (rows: {', '.join(grid_rows(cfg))}; baseline {BASELINE})")
