@@ -50,6 +50,7 @@ PORTED = (
     "scheduler-tradeoff",
     "classifier-guidance",
     "accelerate-method",
+    "feature-caching",
 )
 """Benchmarks ported to the declared comparison (contract 2); the others still run on 1."""
 

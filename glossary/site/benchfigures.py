@@ -147,6 +147,13 @@ class Shares:
 Spec = Curves | Dots | Sweep | Payoff | Shares
 
 
+def _caching_series() -> tuple[Series, ...]:
+    return (
+        Series(("dc5", "dc3", "dc2", "ddim50"), "chart.series-deepcache"),
+        Series(("ddim-dc5", "ddim-dc3", "ddim-dc2", "ddim50"), "chart.series-ddim"),
+    )
+
+
 def _forecast_series() -> tuple[Series, ...]:
     return (
         Series(("ddim-k4", "ddim-k3", "ddim-same", "ddim50"), "chart.series-ddim"),
@@ -252,7 +259,8 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             ref_line=1.0,
         ),
     ),
-    # reference/feature_caching/bench.py: _figure (speedup against N; FDD against compute)
+    # reference/feature_caching/figures.py: plot_speed_and_fidelity (speedup against N; the
+    # distance to the solution and the FDD against the full passes)
     ("feature-caching", "speed-and-quality"): (
         Curves(
             "speedup",
@@ -260,14 +268,8 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
             (Series(("dc2", "dc3", "dc5"), "chart.series-deepcache"),),
             ref_line=1.0,
         ),
-        Curves(
-            "fd_digits",
-            "full_steps",
-            (
-                Series(("dc5", "dc3", "dc2", "base"), "chart.series-deepcache"),
-                Series(("ddim5", "ddim3", "ddim2", "base"), "chart.series-ddim"),
-            ),
-        ),
+        Curves("rms_to_solution", "full_steps", _caching_series(), log_y=True),
+        Curves("fd_digits", "full_steps", _caching_series()),
     ),
     # reference/gradient_checkpointing/figures.py: the policies figure (memory; the step's speed
     # against the baseline, the inverse of the figure's step-time ratio)
@@ -523,7 +525,7 @@ def _caching_rows(result: Result) -> list[str | None]:
     head = (result["headline"] or {}).get("row")
     row = _row(result, head) if head else None
     interval = row["config"].get("interval") if row else None
-    return ["base", head, _with_config(result, method="ddim-matched", interval=interval)]
+    return ["ddim50", head, _with_config(result, method="ddim-matched", interval=interval)]
 
 
 def _few_step_rows(result: Result, base: str, technique: str, control: str) -> list[str | None]:

@@ -1,5 +1,5 @@
-"""``python -m reference.feature_caching``: the shared technique command line (see ``--help``)."""
+"""``python -m reference.feature_caching``: the shared technique command line (``--help``)."""
 
-from reference.harness.cli import main
+from reference.harness.entry import main
 
 main(__package__)
