@@ -28,7 +28,7 @@ FIGURES = {
     "accelerate-method": 164,
     "async-pipeline": 88,
     "baseline-sanity": 83,
-    "classifier-guidance": 95,
+    "classifier-guidance": 239,
     "consistency-latent-diffusion": 125,
     "conv-fusion": 327,
     "feature-caching": 116,
