@@ -25,7 +25,7 @@ from reference.stacking import integrity as stacking_integrity
 
 COMMITTED = sorted(p.stem for p in RESULTS_DIR.glob("*.json"))
 FIGURES = {
-    "accelerate-method": 164,
+    "accelerate-method": 228,
     "async-pipeline": 88,
     "baseline-sanity": 83,
     "classifier-guidance": 239,
