@@ -31,7 +31,7 @@ FIGURES = {
     "classifier-guidance": 239,
     "consistency-latent-diffusion": 125,
     "conv-fusion": 327,
-    "feature-caching": 116,
+    "feature-caching": 174,
     "gradient-checkpointing": 35,
     "grid-search": 72,
     "low-rank-inference": 165,
