@@ -173,13 +173,17 @@ def _refused(tmp_path: Path, slug: str, data: dict[str, Any] | str) -> tuple[lis
 
 
 def test_a_hand_set_headline_speedup_is_named(tmp_path: Path) -> None:
+    """A schema-4 result: the digest of the body fails first, then the edited figure, named
+    with the value it is recomputed to from the row's raw rounds."""
     data = _committed("feature-caching")
+    measured = next(r for r in data["rows"] if r["id"] == "dc3")["values"]["speedup"]
     data["headline"]["speedup"] = 9.99
     problems, message = _refused(tmp_path, "feature-caching", data)
-    assert problems == [
-        "headline.speedup: recorded 9.99, recomputed 1.7468014697854084 (dc3.values.speedup)"
-    ]
-    assert "headline.speedup: recorded 9.99" in message
+    assert problems[0].startswith("digest: recorded ") and len(problems) == 2
+    assert problems[1] == (
+        f"headline.speedup: recorded 9.99, recomputed {measured} (dc3.values.speedup)"
+    )
+    assert "digest: recorded" in message
 
 
 def test_a_changed_row_value_is_named(tmp_path: Path) -> None:
@@ -189,7 +193,8 @@ def test_a_changed_row_value_is_named(tmp_path: Path) -> None:
     edited = round(mean * 1.05, 3)
     row["values"]["fd_digits"] = edited
     problems, _ = _refused(tmp_path, "feature-caching", data)
-    assert problems == [f"rows[1].values.fd_digits: recorded {edited}, recomputed {mean}"]
+    assert problems[0].startswith("digest: recorded ")
+    assert problems[1:] == [f"rows[1].values.fd_digits: recorded {edited}, recomputed {mean}"]
 
 
 def test_a_changed_seed_moves_its_mean_and_interval(tmp_path: Path) -> None:
@@ -312,15 +317,15 @@ def _built_v4() -> dict[str, Any]:
     from reference.harness.results import aim
 
     own = _committed("feature-caching")
-    fd = {"base": [8.4, 9.1, 8.8, 9.6, 8.2], "dc3": [8.9, 9.8, 9.1, 10.3, 8.6]}
+    fd = {"ddim50": [8.4, 9.1, 8.8, 9.6, 8.2], "dc3": [8.9, 9.8, 9.1, 10.3, 8.6]}
     rounds = {
-        "base": [1250.0, 1241.5, 1262.3, 1238.9, 1255.0, 1249.1, 1260.8, 1244.4],
+        "ddim50": [1250.0, 1241.5, 1262.3, 1238.9, 1255.0, 1249.1, 1260.8, 1244.4],
         "dc3": [715.2, 709.8, 731.0, 704.4, 720.9, 712.3, 725.7, 711.1],
     }
     stats_ = {k: _stats(v) for k, v in rounds.items()}
-    speedup = {k: stats_["base"].median_ms / s.median_ms for k, s in stats_.items()}
-    lat = LatencyComparison("base", stats_, speedup, 1, 8, 0, ["base", "dc3"])
-    quality = stats.paired_ratio(fd["dc3"], fd["base"])
+    speedup = {k: stats_["ddim50"].median_ms / s.median_ms for k, s in stats_.items()}
+    lat = LatencyComparison("ddim50", stats_, speedup, 1, 8, 0, ["ddim50", "dc3"])
+    quality = stats.paired_ratio(fd["dc3"], fd["ddim50"])
     rows = []
     for r in own["rows"]:
         if r["id"] not in fd:
@@ -343,12 +348,12 @@ def _built_v4() -> dict[str, Any]:
                 },
                 "spread": {"latency_ms": lat.iqr_ms(k)},
                 "seeds": {"fd_digits": fd[k]},
-                "rounds": {"against": "base", "latency_ms": rounds[k]},
+                "rounds": {"against": "ddim50", "latency_ms": rounds[k]},
             }
         )
     span = lat.speedup_interval("dc3")
     aims = [
-        aim("speedup", speedup["dc3"], 1.6, ">=", span, row="dc3", against="base", interval_n=3),
+        aim("speedup", speedup["dc3"], 1.6, ">=", span, row="dc3", against="ddim50", interval_n=3),
         aim(
             "quality",
             quality.value,
@@ -356,7 +361,7 @@ def _built_v4() -> dict[str, Any]:
             "<=",
             quality.interval,
             row="dc3",
-            against="base",
+            against="ddim50",
             interval_n=3,
         ),
     ]
@@ -368,6 +373,7 @@ def _built_v4() -> dict[str, Any]:
         "rows": rows,
         "headline": {
             **own["headline"],
+            "quality_metric": "fd_digits",
             "speedup": speedup["dc3"],
             "speedup_interval": list(span),
             "quality_ratio": quality.value,
