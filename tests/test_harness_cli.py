@@ -1,4 +1,5 @@
-"""The technique command line: argument checks before any work, the idle-machine gate, the lock."""
+"""The shared pieces of the technique command lines: the idle-machine gate, the lock, the launcher
+rendezvous and its refusal (the options' checks are the entry's, tested with it)."""
 
 from __future__ import annotations
 
@@ -8,33 +9,6 @@ from pathlib import Path
 import pytest
 
 from reference.harness import cli
-from reference.registry import get
-
-
-@pytest.fixture
-def bench():  # type: ignore[no-untyped-def]
-    return cli.contract(get("feature-caching"))
-
-
-def test_plan_checks_threads_out_and_options(bench, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    technique = get("feature-caching")
-    kwargs = {"run_bench": True, "quick": False, "threads": None, "out": None}
-    with pytest.raises(cli.UsageError, match="--threads must be >= 1"):
-        cli.plan(technique, bench, **{**kwargs, "threads": 0}, overrides={})
-    a_file = tmp_path / "file"
-    a_file.write_text("x")
-    with pytest.raises(cli.UsageError, match="is not a folder"):
-        cli.plan(technique, bench, **{**kwargs, "out": a_file}, overrides={})
-    with pytest.raises(cli.UsageError, match="--steps must be >= 1"):
-        cli.plan(technique, bench, **kwargs, overrides={"steps": 0})
-    same = cli.plan(technique, bench, **kwargs, overrides={"steps": bench.FULL.steps})
-    assert same.standard and same.options == {}  # the default value given explicitly is standard
-
-
-def test_an_empty_out_path_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as info:
-        cli.main("reference.feature_caching", ["--bench", "--out", ""])
-    assert info.value.code == 2 and "--out: empty path" in capsys.readouterr().err
 
 
 def test_the_idle_gate_waits_then_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,12 +54,15 @@ def test_launched_rank_reads_the_env_rendezvous_variables(monkeypatch: pytest.Mo
 def test_bench_under_a_launcher_is_refused_by_every_rank_said_once(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A benchmark's command line under torchrun: refused before any work, said once (rank 0)."""
+    from reference.harness import entry
+
     monkeypatch.setenv("LANGUAGE", "en")
     monkeypatch.setenv("WORLD_SIZE", "2")
     for rank, lines in (("0", 1), ("1", 0)):
         monkeypatch.setenv("RANK", rank)
         with pytest.raises(SystemExit) as info:
-            cli.main("reference.feature_caching", ["--bench", "--quick"])
+            entry.main("reference.feature_caching", ["--bench", "--quick"])
         err = capsys.readouterr().err
         assert info.value.code == 2 and err.count("\n") == lines
-        assert ("--bench cannot run under a launcher with 2 ranks" in err) == bool(lines)
+        assert ("--bench runs in one process; this is one of 2 ranks" in err) == bool(lines)

@@ -446,12 +446,12 @@ def fixture_result() -> dict[str, Any]:
 
 
 def test_chart_points_are_ratios_to_the_baseline(fixture_result: dict[str, Any]) -> None:
-    points = plotdata.row_points(fixture_result, {"base": "B", "dc3": "T", "ddim19": "C"})
+    points = plotdata.row_points(fixture_result, {"ddim50": "B", "dc3": "T", "ddim-dc3": "C"})
     by_key = {p.key: p for p in points}
-    assert by_key["base"].quality == 1.0 and by_key["dc3"].headline
+    assert by_key["ddim50"].quality == 1.0 and by_key["dc3"].headline
     assert by_key["dc3"].quality == pytest.approx(3.467 / 3.21)
     assert by_key["dc3"].speedup_interval == (1.62, 1.79)
-    assert by_key["ddim19"].quality_interval is None  # not measured: not drawn
+    assert by_key["ddim-dc3"].quality_interval is None  # not measured: not drawn
     assert plotdata.chart_kind(points) == "scatter"
     assert plotdata.result_limit(fixture_result) == plotdata.Limit(2.14, "bound")
 
@@ -526,6 +526,7 @@ def test_generated_pages_embed_a_chart_per_language(docs: Path) -> None:
             "compare-speedup.svg",
             "feature-caching-chart-1.svg",
             "feature-caching-chart-2.svg",
+            "feature-caching-chart-3.svg",
             "feature-caching.svg",
             "pruning-chart-1.svg",
             "pruning.svg",
