@@ -752,6 +752,7 @@ def _run_study(name: str, argv: list[str]) -> int:
         from reference.stacking.cli import run as stacking_run
 
         return stacking_run(argv)
+    from reference.harness.entry import contract_version
     from reference.harness.study import STUDIES
     from reference.harness.study import main as study_main
 
@@ -760,7 +761,12 @@ def _run_study(name: str, argv: list[str]) -> int:
             _("%(study)s: not measured yet (its first standard run is pending)") % {"study": name}
         )
         return 0
-    return study_main(next(s for s in STUDIES if s.slug == name), argv)
+    study = next(s for s in STUDIES if s.slug == name)
+    if "--check" not in argv and contract_version(name) == 2:
+        from reference.harness.studyentry import run as study_run
+
+        return study_run(study, argv)  # the technique command line: every option checked first
+    return study_main(study, argv)
 
 
 def _bench_study(name: str, rest: list[str]) -> int:

@@ -7,65 +7,132 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
-from reference.harness.study import main as study_main
+from reference.harness.studyentry import run as study_main
 from reference.realshape import bench
 from reference.realshape.__main__ import STUDY
 
 
 def test_bad_options_are_refused_before_any_model_is_built(capsys: pytest.CaptureFixture) -> None:
     assert study_main(STUDY, ["--bench", "--models", "sd15,nope"]) == 2
-    assert "unknown model 'nope'; known: sd15, dit-xl-2" in capsys.readouterr().err
+    assert "--models: unknown value 'nope'; valid: sd15, dit-xl-2" in capsys.readouterr().err
     assert study_main(STUDY, ["--bench", "--techniques", "magic"]) == 2
-    assert "unknown technique 'magic'" in capsys.readouterr().err
+    assert "'magic'" in capsys.readouterr().err
     assert study_main(STUDY, ["--bench", "--steps", "1"]) == 2
+    assert study_main(STUDY, ["--bench", "--quik"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 2  # one line each
+
+
+def test_the_torch_free_list_of_techniques_is_the_timed_one() -> None:
+    from reference.realshape import variants
+
+    assert tuple(variants.VARIANTS) == bench.TECHNIQUES
+    assert {t for g in variants.GROUPS for t in g} == set(variants.VARIANTS)
+    for v in variants.VARIANTS.values():  # a counterpart applies only where its technique does
+        if v.counterpart is not None:
+            assert set(variants.COUNTERPARTS[v.counterpart].kinds) <= set(v.kinds)
 
 
 def test_the_flop_estimate_counts_what_a_loop_computes() -> None:
+    from reference.realshape import timing
     from reference.zoo import shapes
 
     model = shapes.tiny("dit")
     inputs = shapes.example_inputs(model)
-    one = bench.loop_gflops(bench.denoising_loop(model, inputs, 1))
-    three = bench.loop_gflops(bench.denoising_loop(model, inputs, 3))
+    one = timing.loop_gflops(timing.denoising_loop(model, inputs, 1))
+    three = timing.loop_gflops(timing.denoising_loop(model, inputs, 3))
     assert one > 0 and three == pytest.approx(3 * one, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("kind", "technique"), [("dit", "forecasting"), ("dit", "first-block-cache")]
+)
+def test_a_counterpart_computes_what_our_technique_computes_in_the_loop(
+    kind: str, technique: str
+) -> None:
+    """The counterpart timed beside a technique runs the same schedule: the loops' outputs agree
+    (first-block caching bit for bit, forecasting within float32 rounding, see the tests of the
+    production shapes), and a second run of each starts afresh."""
+    import copy
+
+    from reference.realshape import timing, variants
+    from reference.zoo import shapes
+
+    model = shapes.tiny(kind)
+    inputs = shapes.example_inputs(model)
+    ours_v = variants.VARIANTS[technique]
+    theirs_v = variants.COUNTERPARTS[str(ours_v.counterpart)]
+    ours = timing.denoising_loop(ours_v.apply(copy.deepcopy(model), inputs), inputs, 6)
+    theirs_m = theirs_v.apply(copy.deepcopy(model), inputs)
+    theirs = timing.denoising_loop(theirs_m, inputs, 6, theirs_v.around)
+    first, again = ours(), ours()
+    assert torch.equal(first, again)
+    # Both forecast the same order-1 polynomial from the same computed calls; the node differences
+    # (timesteps 999 -> 0 in fifths) are not powers of two, so each side rounds them differently
+    # in float32 (unit roundoff 6e-8), and the later network calls of the loop amplify that.
+    # Measured: 3e-5 of max|x|; a wrong schedule (a forecast at another call) differs by 3e-2.
+    tol = 1e-3 * float(first.abs().max())
+    assert (first - theirs()).abs().max() <= tol
+    assert (theirs() - first).abs().max() <= tol  # a second run starts afresh
+    plain = timing.denoising_loop(model, inputs, 6)
+    assert timing.loop_gflops(ours) < timing.loop_gflops(plain)  # calls were skipped
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
-    from reference.harness.cli import plan, run_benchmark
+    from reference.harness.entry import plan, run_bench
+    from reference.harness.studyentry import target
 
     out = tmp_path_factory.mktemp("realshape")
-    p = plan(STUDY, bench, run_bench=True, quick=True, threads=None, out=out, overrides={})
-    result, path = run_benchmark(p)
-    return result.to_dict(), path
+    p = plan(target(STUDY), bench, run_bench=True, quick=True, threads=None, out=out, overrides={})
+    return run_bench(p)
 
 
 @pytest.mark.slow
-def test_quick_study_times_every_technique_on_every_model_it_applies_to(
+def test_quick_study_times_every_technique_and_counterpart_where_they_apply(
     quick: tuple[dict[str, Any], Path],
 ) -> None:
+    from reference.harness.integrity import read_checked
+    from reference.realshape import variants
+
     data, path = quick
     ids = {r["id"] for r in data["rows"]}
-    expected = {f"{m}.baseline" for m in bench.QUICK.models} | {
-        f"{m}.{t}"
-        for m in bench.QUICK.models
-        for t in bench.QUICK.techniques
-        if bench.MODELS[m] in bench.VARIANTS[t][0]
-    }
+    expected = {f"{m}.baseline-{g}" for m in bench.QUICK.models for g in (1, 2, 3)}
+    for m in bench.QUICK.models:
+        for pairs in variants.timed(bench.MODELS[m], bench.QUICK.techniques):
+            expected |= {f"{m}.{n}" for pair in pairs for n in pair if n}
     assert ids == expected and path.is_file()
+    assert read_checked(path)[1] == []  # every figure recomputes from the raw rounds
+    assert data["schema_version"] == 4 and not data["standard"]
     for row in data["rows"]:
         v = row["values"]
+        assert len(row["rounds"]["latency_ms"]) == bench.QUICK.repeats
         if row["role"] == "baseline":
             assert v["latency_ms"] > 0 and v["gflops"] > 0
             continue
         lo, hi = row["intervals"]["speedup"]
         assert lo <= v["speedup"] <= hi and v["latency_ms"] > 0
-        if row["config"]["method"] == "deepcache" or row["config"]["method"] == "forecasting":
+        if row["config"]["method"] in ("deepcache", "forecasting", "taylorseer"):
             assert v["flop_speedup"] > 1  # skipped calls count no FLOPs
         if row["config"]["method"] == "cfg":
             assert v["flop_speedup"] == pytest.approx(0.5, rel=0.05)  # two rows per call
-    assert not data["standard"] and data["provenance"]["files"]
+    with_counterpart = [r for r in data["rows"] if "vs_counterpart" in r["values"]]
+    assert len(data["aims"]) == len(with_counterpart) == 5  # 2 forecasting, FBC, fusion, compile
+    assert {a["against"].split(".", 1)[1] for a in data["aims"]} == set(variants.COUNTERPARTS)
+
+
+def test_a_hand_edited_counterpart_ratio_is_named(quick: tuple[dict[str, Any], Path]) -> None:
+    import copy
+
+    from reference.harness import integrity
+
+    data = copy.deepcopy(quick[0])
+    row = next(r for r in data["rows"] if "vs_counterpart" in r["values"])
+    row["values"]["vs_counterpart"] *= 2
+    data = integrity.seal(data)  # a forger who recomputes the digest
+    problems = integrity.audit(data).problems
+    assert any(p.startswith(f"rows[{row['id']}].values.vs_counterpart: recorded") for p in problems)
 
 
 @pytest.mark.slow
@@ -77,7 +144,7 @@ def test_the_study_page_and_the_technique_pages_show_it_in_three_languages(
     from glossary.site.compare import compare_page
     from glossary.site.studies import TECHNIQUE_OF, realshape_lines, study_page
 
-    assert set(TECHNIQUE_OF) == set(bench.VARIANTS)  # every timed technique has its entry
+    assert set(TECHNIQUE_OF) == set(bench.TECHNIQUES)  # every timed technique has its entry
     fixtures = Path(__file__).parent / "fixtures" / "site"
     monkeypatch.syspath_prepend(str(fixtures))
     ctx = context.Context(
@@ -94,8 +161,10 @@ def test_the_study_page_and_the_technique_pages_show_it_in_three_languages(
         assert not any("sd15" in line for line in shown)  # the model is named in words
         lines = realshape_lines("feature-caching", lang, ctx)
         rows = [line for line in lines if line.startswith("- ")]
-        assert "../realshape.md" in lines[0] and len(rows) == 1  # DeepCache: the U-Net only
+        # DeepCache on the U-Net; first-block caching on the DiT, with diffusers' beside it
+        assert "../realshape.md" in lines[0] and len(rows) == 3
         assert "page.technique-row" not in rows[0] and "×" in rows[0]
-        two = realshape_lines("conv-fusion", lang, ctx)  # timed on both models
-        assert len([line for line in two if line.startswith("- ")]) == 2
+        assert "diffusers" in rows[2] and "page.technique-counterpart" not in rows[2]
+        two = realshape_lines("conv-fusion", lang, ctx)  # both models, diffusers on the U-Net
+        assert len([line for line in two if line.startswith("- ")]) == 3
     assert realshape_lines("gradient-checkpointing", "en", ctx) == []  # not timed there

@@ -30,6 +30,7 @@ PAGES = {"baseline-sanity": "baseline.md", "realshape": "realshape.md"}
 REALSHAPE = "realshape"
 TECHNIQUE_OF = {
     "deepcache": "feature-caching",
+    "first-block-cache": "feature-caching",
     "forecasting": "accelerate-method",
     "low-rank": "low-rank-inference",
     "fusion": "conv-fusion",
@@ -78,7 +79,30 @@ def _timed_rows(slug: str, ctx: Context) -> list[dict[str, Any]]:
     result = ctx.results.composites.get(REALSHAPE)
     if result is None:
         return []
-    return [r for r in result["rows"] if TECHNIQUE_OF.get(r["config"]["method"]) == slug]
+    return [
+        r
+        for r in result["rows"]
+        if r["role"] == "technique" and TECHNIQUE_OF.get(r["config"]["method"]) == slug
+    ]
+
+
+def _counterpart_line(row: dict[str, Any], lang: str, ctx: Context) -> list[str]:
+    """The line comparing ``row`` with diffusers' counterpart timed in the same rounds (the row
+    its aim is against), or nothing when the technique has none."""
+    result = ctx.results.composites[REALSHAPE]
+    against = next((a["against"] for a in result["aims"] if a["row"] == row["id"]), None)
+    span = row.get("intervals", {}).get("vs_counterpart")
+    if against is None or "vs_counterpart" not in row["values"]:
+        return []
+    text = ResultText(REALSHAPE, lang)
+    method = next(r["config"]["method"] for r in result["rows"] if r["id"] == against)
+    model = text.message(f"model.{row['config']['model']}")
+    params = {
+        "model": model[:1].upper() + model[1:],
+        "counterpart": text.message(f"counterpart.{method}"),
+        "ratio": ratio(row["values"]["vs_counterpart"], lang) + "×" + ratio_interval(span, lang),
+    }
+    return ["- " + text.message("page.technique-counterpart", params)]
 
 
 def _efficiency(values: dict[str, Any], lang: str) -> str:
@@ -112,6 +136,7 @@ def realshape_lines(slug: str, lang: str, ctx: Context) -> list[str]:
             "efficiency": _efficiency(v, lang),
         }
         lines.append("- " + text.message("page.technique-row", params))
+        lines += _counterpart_line(row, lang, ctx)
     return [*lines, ""]
 
 

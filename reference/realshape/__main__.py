@@ -1,8 +1,13 @@
-"""``python -m reference.realshape``: run or check the study (see `reference.harness.study`)."""
+"""``python -m reference.realshape``: run the study on the technique command line
+(`reference.harness.studyentry`), or check its committed result (``--check``,
+`reference.harness.study`)."""
+
+import sys
 
 from reference.harness.study import STUDIES, main
+from reference.harness.studyentry import run
 
 STUDY = next(s for s in STUDIES if s.slug == "realshape")
 
 if __name__ == "__main__":
-    raise SystemExit(main(STUDY))
+    raise SystemExit(main(STUDY) if "--check" in sys.argv[1:] else run(STUDY))
