@@ -9,7 +9,7 @@ import pytest
 
 from reference.baseline_sanity import bench
 from reference.baseline_sanity.__main__ import STUDY
-from reference.harness.study import main as study_main
+from reference.harness.studyentry import run as study_main
 
 
 def test_bad_options_are_refused_before_any_work(capsys: pytest.CaptureFixture) -> None:
@@ -18,16 +18,31 @@ def test_bad_options_are_refused_before_any_work(capsys: pytest.CaptureFixture) 
     assert study_main(STUDY, ["--bench", "--steps", "50,10"]) == 2
     assert "ascending" in capsys.readouterr().err
     assert study_main(STUDY, ["--bench", "--solution-steps", "0"]) == 2
+    assert "--solution-steps: expected a whole number from 1 to 1000, got '0'" in (
+        capsys.readouterr().err
+    )
+    # bounds the code needs, a typo, a seed no generator takes: one line each, exit 2
+    for bad in (
+        ["--n", "100000"],
+        ["--seeds", "0,99999999999"],
+        ["--sed", "1"],
+        ["--threads", "0"],
+    ):
+        assert study_main(STUDY, ["--bench", *bad]) == 2, bad
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("python -m reference.baseline_sanity: error:")
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from reference.harness.cli import plan, run_benchmark
+    from reference.harness.entry import plan, run_bench
+    from reference.harness.studyentry import target
 
     out: Path = tmp_path_factory.mktemp("sanity")
-    p = plan(STUDY, bench, run_bench=True, quick=True, threads=None, out=out, overrides={})
-    result, _ = run_benchmark(p)
-    return result.to_dict()
+    p = plan(target(STUDY), bench, run_bench=True, quick=True, threads=None, out=out, overrides={})
+    result, _ = run_bench(p)
+    assert result["schema_version"] == 4 and result["digest"].startswith("sha256:")
+    return result
 
 
 @pytest.mark.slow

@@ -168,3 +168,24 @@ def test_the_study_page_and_the_technique_pages_show_it_in_three_languages(
         two = realshape_lines("conv-fusion", lang, ctx)  # both models, diffusers on the U-Net
         assert len([line for line in two if line.startswith("- ")]) == 3
     assert realshape_lines("gradient-checkpointing", "en", ctx) == []  # not timed there
+
+
+@pytest.mark.parametrize("kind", ["unet2d-condition", "dit"])
+def test_variants_that_share_weights_leave_the_untouched_model_as_it_was(kind: str) -> None:
+    """A hook, wrapper or compiled region applied to a weight-sharing copy writes no weight: the
+    untouched model's outputs and tensors are bitwise what they were."""
+    from reference.realshape import timing, variants
+    from reference.zoo import shapes
+
+    model = shapes.tiny(kind)
+    inputs = shapes.example_inputs(model)
+    before = timing.denoising_loop(model, inputs, 6)()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    shared = {**variants.VARIANTS, **variants.COUNTERPARTS}
+    for name, v in shared.items():
+        if v.shares_weights and kind in v.kinds and name not in ("compile", "compile-repeated"):
+            copy = timing.copy_for(model, shares_weights=True)
+            assert next(copy.parameters()) is next(model.parameters())  # shared, not copied
+            timing.denoising_loop(v.apply(copy, inputs), inputs, 6, v.around)()
+    assert torch.equal(timing.denoising_loop(model, inputs, 6)(), before)
+    assert all(torch.equal(t, state[k]) for k, t in model.state_dict().items())

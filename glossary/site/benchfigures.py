@@ -501,10 +501,7 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
 NOT_IN_ROWS: dict[tuple[str, str], str] = {}
 """Charts that are not redrawn, and why (the data behind them is not in the result rows)."""
 
-AWAITING_RERUN: dict[tuple[str, str], str] = {
-    ("low-rank-inference", "budget"): "the layers-only rows and the fidelity come with the port",
-    ("low-rank-inference", "error-vs-rank"): "the curves come with the port's break-even note",
-}
+AWAITING_RERUN: dict[tuple[str, str], str] = {}
 """Charts of :data:`CHARTS` whose committed result may predate the data they are drawn from:
 the site keeps the committed PNG (:func:`replaced` is false) until the rerun stores it."""
 

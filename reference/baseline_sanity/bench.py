@@ -36,11 +36,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from reference.harness.cli import Option, check_seeds, int_tuple
+from reference.harness.entry import SEED_MAX, integer, integers, seeds
 from reference.harness.results import (
     Aim,
     Measurement,
@@ -52,7 +50,15 @@ from reference.harness.results import (
     settings_of,
 )
 
+if TYPE_CHECKING:  # torch is imported by the measurement only: the command line checks first
+    import torch
+
+    from reference.harness.compare import Outcome
+
+CONTRACT = 2
 SLUG = "baseline-sanity"
+MAX_N = 1024
+"""The most samples per seed (a seed's samples are held in memory with their solution)."""
 BASELINE_STEPS = 50
 """The baseline every technique is judged against: DDIM at 50 steps."""
 SOLVER_LIMIT = 2.7e-3
@@ -74,9 +80,13 @@ class Config:
     solution_steps: int = 200
 
     def validate(self) -> None:
-        check_seeds(self.seeds)
-        if self.n < 8:
-            raise ValueError(f"n must be at least 8, got {self.n}")
+        """One-line ``ValueError`` for a size, a seed or a step list the study cannot use."""
+        if len(self.seeds) < 2 or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be at least two distinct seeds, got {self.seeds}")
+        if any(not 0 <= s <= SEED_MAX for s in self.seeds):
+            raise ValueError(f"seeds must be in 0..{SEED_MAX}, got {self.seeds}")
+        if not 8 <= self.n <= MAX_N:
+            raise ValueError(f"n must be in 8..{MAX_N}, got {self.n}")
         for name in ("steps", "old_steps"):
             values = getattr(self, name)
             if not values or any(not 1 <= s <= 1000 for s in values):
@@ -95,12 +105,12 @@ QUICK = Config(
     n=8, seeds=(0, 1), steps=(5, 10, 50), old_steps=(10,), unipc_steps=20, solution_steps=60
 )
 OPTIONS = (
-    Option("n", int),
-    Option("seeds", int_tuple, "A,B"),
-    Option("steps", int_tuple, "A,B"),
-    Option("old_steps", int_tuple, "A,B"),
-    Option("unipc_steps", int),
-    Option("solution_steps", int),
+    integer("n", low=8, high=MAX_N),
+    seeds(),
+    integers("steps", low=1, high=1000, min_count=2),
+    integers("old_steps", low=1, high=1000),
+    integer("unipc_steps", low=1, high=1000),
+    integer("solution_steps", low=1, high=1000),
 )
 METRICS = metrics("fd_digits", rms_to_solution=Metric("", "lower"))
 
@@ -136,7 +146,7 @@ def _samplers(cfg: Config) -> dict[str, Any]:
     return runs
 
 
-def measure(cfg: Config) -> Any:
+def measure_table(cfg: Config) -> Any:
     """The paired table: RMS to the seed's solution and FDD of every row."""
     from reference.harness import ode
     from reference.harness.quality import frechet_digits_distance
@@ -246,9 +256,9 @@ def _notes(cfg: Config, table: Any) -> list[Any]:
     return notes
 
 
-def benchmark(cfg: Config, out: Path) -> Measurement:
+def benchmark(cfg: Config) -> Measurement:
     """Every row of ``cfg`` on every seed, paired; no timing (nothing here is a speedup)."""
-    table = measure(cfg)
+    table = measure_table(cfg)
     return Measurement(
         settings=settings_of(cfg, solution="dpmpp2m", clip=True),
         metrics=METRICS,
@@ -260,8 +270,18 @@ def benchmark(cfg: Config, out: Path) -> Measurement:
     )
 
 
+def measure(cfg: Config, staging: Path) -> Outcome:
+    """The result's body (no figures): `benchmark` in the schema the command line writes."""
+    from reference.harness.compare import Outcome
+    from reference.harness.entry import BODY_KEYS
+    from reference.harness.results import BenchmarkResult
+
+    body = BenchmarkResult("", "", False, False, {}, benchmark(cfg), {}).to_dict()
+    return Outcome({k: body[k] for k in BODY_KEYS}, [])
+
+
 def demo(cfg: Config, out: Path) -> None:
     """Print the quick table."""
-    m = benchmark(cfg, out)
+    m = benchmark(cfg)
     for row in m.rows:
         print(f"{row.id:20} " + "  ".join(f"{k} {v:.4g}" for k, v in row.values.items()))

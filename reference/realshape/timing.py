@@ -104,6 +104,15 @@ def _variant_row(
     )
 
 
+def copy_for(base: nn.Module, shares_weights: bool) -> nn.Module:
+    """A private copy of ``base``: its own modules, and its own tensors unless ``shares_weights``
+    (a hook or a wrapper that never writes a weight)."""
+    if not shares_weights:
+        return copy.deepcopy(base)
+    tensors = [*base.parameters(), *base.buffers()]
+    return copy.deepcopy(base, memo={id(t): t for t in tensors})
+
+
 def _loops(
     base: nn.Module, inputs: dict[str, Any], steps: int, pairs: list[tuple[str, str | None]]
 ) -> dict[str, Callable[[], Any]]:
@@ -114,7 +123,7 @@ def _loops(
         named = [(technique, VARIANTS[technique])]
         named += [(counterpart, COUNTERPARTS[counterpart])] if counterpart else []
         for name, variant in named:
-            module = variant.apply(copy.deepcopy(base), inputs)
+            module = variant.apply(copy_for(base, variant.shares_weights), inputs)
             runs[name] = denoising_loop(module, inputs, steps, variant.around)
             if technique == "compile":
                 runs[name]()  # compiles outside the clock; counted FLOPs are the eager ones

@@ -34,7 +34,9 @@ Pitfalls
 * diffusers' TaylorSeer computes call ``i`` when ``i < D`` or ``(i - D - 1) % k == 0``; ours when
   ``i < w`` or ``(i - w) % k == 0``. With ``D = w + 1`` the two agree at ``k = 2`` only (at
   ``k = 3``, D = 3 computes call 4 where ours computes 5), so the comparison runs at interval 2.
-* The copies are real: at SD 1.5's size each one holds 3.4 GB, so a group holds at most five.
+* A copy that rewrites weights is real: at SD 1.5's size it holds 3.4 GB, and pruning's and low
+  rank's application needs more for a while; five such copies of the U-Net do not fit in 24 GB
+  (the first grouping was killed for memory), hence `GROUPS` and ``shares_weights``.
 """
 
 from __future__ import annotations
@@ -63,12 +65,14 @@ COMPILE = {"backend": "inductor", "fullgraph": False, "dynamic": False}
 
 @dataclass(frozen=True)
 class Variant:
-    """A timed variant: the model kinds it applies to, how, and what surrounds each run."""
+    """A timed variant: the model kinds it applies to, how, what surrounds each run, and whether
+    it leaves the weights as they are (then its copy shares them with the untouched model)."""
 
     kinds: tuple[str, ...]
     apply: Applier
     counterpart: str | None = None
     around: Around | None = None
+    shares_weights: bool = False
 
 
 def _deepcache(model: nn.Module, inputs: dict[str, Any]) -> nn.Module:
@@ -173,32 +177,35 @@ def diffusers_run(model: nn.Module) -> Iterator[None]:
 
 
 VARIANTS: dict[str, Variant] = {
-    "deepcache": Variant((UNET,), _deepcache),
-    "forecasting": Variant((UNET, DIT), _forecasting, "taylorseer"),
-    "first-block-cache": Variant((DIT,), _first_block_cache, "diffusers-fbc"),
+    "deepcache": Variant((UNET,), _deepcache, shares_weights=True),
+    "forecasting": Variant((UNET, DIT), _forecasting, "taylorseer", shares_weights=True),
+    "first-block-cache": Variant((DIT,), _first_block_cache, "diffusers-fbc", shares_weights=True),
     "low-rank": Variant((UNET, DIT), _low_rank),
-    "fusion": Variant((UNET, DIT), _fusion, "fuse-qkv"),
-    "compile": Variant((UNET, DIT), _compile, "compile-repeated"),
+    "fusion": Variant((UNET, DIT), _fusion, "fuse-qkv"),  # folds GroupNorm into the weights
+    "compile": Variant((UNET, DIT), _compile, "compile-repeated", shares_weights=True),
     "pruning": Variant((UNET,), _pruning),
-    "cfg": Variant((UNET, DIT), _cfg),
+    "cfg": Variant((UNET, DIT), _cfg, shares_weights=True),
 }
 """Technique id -> how it is applied, and the id of its production counterpart."""
 
 COUNTERPARTS: dict[str, Variant] = {
-    "taylorseer": Variant((UNET, DIT), _taylorseer, around=diffusers_run),
-    "diffusers-fbc": Variant((DIT,), _diffusers_fbc, around=diffusers_run),
+    "taylorseer": Variant((UNET, DIT), _taylorseer, around=diffusers_run, shares_weights=True),
+    "diffusers-fbc": Variant((DIT,), _diffusers_fbc, around=diffusers_run, shares_weights=True),
     "fuse-qkv": Variant((UNET,), _fuse_qkv),
-    "compile-repeated": Variant((UNET,), _compile_repeated),
+    "compile-repeated": Variant((UNET,), _compile_repeated, shares_weights=True),
 }
 """Counterpart id -> diffusers' own call for the same idea (the kinds where diffusers has it)."""
 
 GROUPS: tuple[tuple[str, ...], ...] = (
     ("deepcache", "forecasting", "first-block-cache"),
-    ("fusion", "low-rank", "pruning"),
-    ("compile", "cfg"),
+    ("pruning", "fusion"),
+    ("low-rank", "compile", "cfg"),
 )
 """Techniques timed in one set of interleaved rounds against one baseline, each with its
-counterpart: at most five models in memory (the hooks' copies and two smaller weight sets)."""
+counterpart, applied in this order. Memory decides the grouping: a variant that rewrites weights
+holds a copy (3.4 GB at SD 1.5's size) and pruning and low rank need transient memory while
+they are applied, so each of them comes first in its group, before the other copies exist;
+hooks, wrappers and compiled regions share the untouched model's weights."""
 
 
 def group_of(technique: str) -> int:
