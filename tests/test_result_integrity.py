@@ -27,7 +27,7 @@ COMMITTED = sorted(p.stem for p in RESULTS_DIR.glob("*.json"))
 FIGURES = {
     "accelerate-method": 228,
     "async-pipeline": 88,
-    "baseline-sanity": 83,
+    "baseline-sanity": 84,
     "classifier-guidance": 239,
     "consistency-latent-diffusion": 125,
     "conv-fusion": 327,
@@ -37,7 +37,7 @@ FIGURES = {
     "low-rank-inference": 165,
     "mixture-of-experts": 65,
     "pruning": 162,
-    "realshape": 39,
+    "realshape": 170,
     "scheduler-tradeoff": 163,
     "stacking": 1379,
     "stochastic-reparameterization": 34,
@@ -241,16 +241,20 @@ def test_a_deleted_stacking_row_is_named(tmp_path: Path, row: str) -> None:
 @pytest.mark.parametrize(
     ("field", "expected"),
     [
-        ("speedup", "rows[sd15.deepcache].values.speedup: recorded 9.99"),
-        ("baseline_ms", "rows[sd15.deepcache].values.speedup: recorded 2.13"),
+        ("speedup", "values.speedup: recorded 9.99"),  # recomputed from the raw rounds
+        ("baseline_ms", "values.baseline_ms: recorded"),  # its group baseline's latency
+        ("vs_counterpart", "values.vs_counterpart: recorded"),  # (4), from both rows' rounds
     ],
 )
 def test_a_hand_edit_of_the_real_shape_study_is_named(field: str, expected: str) -> None:
     data = _committed("realshape")
-    row = next(r for r in data["rows"] if r["id"] == "sd15.deepcache")
+    rid = "sd15.forecasting"
+    i, row = next((i, r) for i, r in enumerate(data["rows"]) if r["id"] == rid)
     row["values"][field] = 9.99 if field == "speedup" else 2 * row["values"][field]
     problems = I.audit(data).problems
-    assert problems and problems[0].startswith(expected)
+    assert problems[0].startswith("digest: recorded ")  # schema 4: the body's digest first
+    named = (f"rows[{i}].{expected}", f"rows[{rid}].{expected}")
+    assert any(p.startswith(named) for p in problems[1:]), problems
 
 
 def test_the_stacking_matrices_and_frontier_are_recomputed() -> None:
