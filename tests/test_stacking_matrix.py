@@ -117,6 +117,9 @@ def test_glossary_bench_runs_the_sanity_study_the_fifteen_then_the_other_studies
     monkeypatch.setattr(runner, "main", lambda argv: calls.append(("runner", argv)) or 0)
     monkeypatch.setattr(stacking_cli, "run", lambda argv: calls.append(("stacking", argv)) or 0)
     monkeypatch.setattr(study, "main", lambda s, argv: calls.append((s.slug, argv)) or 0)
+    from reference.harness import studyentry  # the studies on the technique command line
+
+    monkeypatch.setattr(studyentry, "run", lambda s, argv: calls.append((s.slug, argv)) or 0)
     monkeypatch.setattr(glossary.cli, "UNMEASURED", ())
     from reference.harness import entry
     from reference.registry import REFERENCE_DIR, slugs
