@@ -752,7 +752,7 @@ def _run_study(name: str, argv: list[str]) -> int:
         from reference.stacking.cli import run as stacking_run
 
         return stacking_run(argv)
-    from reference.harness.entry import contract_version
+    from reference.harness.entry import CONTRACT, contract_version
     from reference.harness.study import STUDIES
     from reference.harness.study import main as study_main
 
@@ -762,7 +762,7 @@ def _run_study(name: str, argv: list[str]) -> int:
         )
         return 0
     study = next(s for s in STUDIES if s.slug == name)
-    if "--check" not in argv and contract_version(name) == 2:
+    if "--check" not in argv and contract_version(name) == CONTRACT:
         from reference.harness.studyentry import run as study_run
 
         return study_run(study, argv)  # the technique command line: every option checked first
