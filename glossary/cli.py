@@ -698,10 +698,13 @@ STACKING = "stacking"
 one (it has no glossary entry and is not in the registry)."""
 FIRST_STUDIES = ("baseline-sanity",)
 """Studies run before the techniques: is the baseline they are judged against sound?"""
-LAST_STUDIES = (STACKING, "realshape")
+LAST_STUDIES = (STACKING, "realshape", "realshape-gpu")
 """Studies run after the techniques (they apply the techniques' code)."""
+ACCELERATOR_STUDIES = ("realshape-gpu",)
+"""Studies whose standard run needs a CUDA device: run when named; when every study runs, they
+are left out on a machine without one (their committed result is still checked)."""
 STUDY_NAMES = (*FIRST_STUDIES, *LAST_STUDIES)
-UNMEASURED: tuple[str, ...] = ()
+UNMEASURED: tuple[str, ...] = ("realshape-gpu",)
 """Studies whose first standard run is pending: ``glossary bench --check`` says so instead of
 reporting a missing result. A test fails once such a study has a result (remove it here)."""
 _VALUED = ("--threads", "--out")
@@ -855,9 +858,22 @@ def cmd_bench(rest: list[str]) -> int:
     if others or every:
         code = max(code, bench_techniques(kept))
     for study in LAST_STUDIES:
-        if every or study in named:
+        if study in named or (every and _can_run(study, rest)):
             code = max(code, _bench_study(study, rest))
     return code
+
+
+def _can_run(study: str, rest: list[str]) -> bool:
+    """Whether ``glossary bench`` with no study named runs (or checks) ``study`` here; says why
+    not when it does not."""
+    if study not in ACCELERATOR_STUDIES or "--check" in rest:
+        return True
+    import torch
+
+    if torch.cuda.is_available():
+        return True
+    print(_("%(study)s: not run: it needs a CUDA device") % {"study": study})
+    return False
 
 
 def bench_techniques(kept: list[str]) -> int:

@@ -40,6 +40,9 @@ LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "reference"
 SHARED_DOMAIN = "results"
 SITE_DOMAINS = (SHARED_DOMAIN, "guide", "production")
+BORROWS = {"realshape-gpu": "realshape"}
+"""A study that measures another study's comparison on other hardware uses that study's words
+after its own (its catalog holds only what differs: the title)."""
 """Domains kept in ``glossary/locale`` (the shared one, the guide page's own, and the words of
 the technique pages' "On a diffusers model" sections)."""
 LANGS = ("es", "ru", "en")
@@ -47,6 +50,12 @@ MIN_GROUPING_DIGITS = {"es": 2, "ru": 1, "en": 1}
 """CLDR's ``minimumGroupingDigits`` (Babel does not apply it): Spanish writes 1318,5 but
 12.318,5, so that a four-digit number is not read as a decimal."""
 PLACEHOLDER = re.compile(r"%\((?P<name>[a-z_][a-z0-9_]*)\)(?P<spec>\.\d+[fg]|[sdfg])")
+
+
+def domains_of(slug: str) -> tuple[str, ...]:
+    """The catalogs a result's text is looked up in, in order: its own, the one it borrows
+    (`BORROWS`), the shared one."""
+    return (slug, *([BORROWS[slug]] if slug in BORROWS else []), SHARED_DOMAIN)
 
 
 def catalog_path(domain: str, lang: str) -> Path:
@@ -136,7 +145,7 @@ class ResultText:
         if lang not in LANGS:
             raise ValueError(f"unknown language {lang!r}; use one of {', '.join(LANGS)}")
         self.slug, self.lang = slug, lang
-        self.domains = (slug, SHARED_DOMAIN)
+        self.domains = domains_of(slug)
 
     def message(self, msgid: str, params: Mapping[str, Any] | None = None) -> str:
         """The message ``msgid`` filled with ``params``; the id itself if no catalog has it."""
@@ -200,7 +209,7 @@ def _uses(result: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def missing_messages(result: Mapping[str, Any], lang: str = "en") -> list[str]:
     """Ids a result uses that the catalogs of ``lang`` lack, and placeholders without a value."""
     slug = result["slug"]
-    domains = (slug, SHARED_DOMAIN)
+    domains = domains_of(slug)
     out: list[str] = []
     for msgid, params in _uses(result):
         text = _lookup(msgid, domains, lang, params.get("n"))

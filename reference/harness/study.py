@@ -21,7 +21,7 @@ from pathlib import Path
 
 from reference.registry import Technique
 
-STUDIES = (Technique("baseline-sanity"), Technique("realshape"))
+STUDIES = (Technique("baseline-sanity"), Technique("realshape"), Technique("realshape-gpu"))
 """Every study, by slug (the package follows the registry's rule)."""
 
 

@@ -41,11 +41,11 @@ Sources: Rombach et al. 2022 (arXiv:2112.10752) for the SD U-Net; Peebles and Xi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reference.harness.entry import integer, names
+from reference.harness.entry import UsageError, choice, integer, names
 from reference.harness.results import Metric, metrics, note, settings_of
 
 if TYPE_CHECKING:
@@ -68,20 +68,26 @@ TECHNIQUES = (
 """The timed techniques (`reference.realshape.variants.VARIANTS`, kept torch-free here)."""
 MATCH = 0.95
 """(4) at or above this: the technique matches or beats its counterpart."""
+DEVICES = ("cpu", "cuda")
+DTYPES = ("float32", "bfloat16")
 
 
 @dataclass(frozen=True)
 class Config:
-    """``models``: study model ids; ``techniques``: what is timed; ``side``: latent side;
-    ``steps``: loop length; ``repeats``: timing rounds; ``real``: published shapes (``False``:
-    tiny, for tests)."""
+    """``models``: study model ids; ``techniques``: what is timed; ``side``: latent side (the
+    models are built for it); ``steps``: loop length; ``repeats``: timing rounds; ``warmup``:
+    untimed runs of each loop before the rounds (the FLOP-counting run already ran each loop
+    once); ``device`` and ``dtype``: where and in which precision the loops run; ``real``:
+    published shapes (``False``: tiny, for tests)."""
 
     models: tuple[str, ...] = ("sd15", "dit-xl-2")
     techniques: tuple[str, ...] = TECHNIQUES
     side: int = 32
     steps: int = 6
     repeats: int = 5
-    warmup: int = 1
+    warmup: int = 0
+    device: str = "cpu"
+    dtype: str = "float32"
     real: bool = True
 
     def validate(self) -> None:
@@ -94,6 +100,16 @@ class Config:
             raise ValueError(f"unknown technique {bad[0]!r}; known: {', '.join(TECHNIQUES)}")
         if not (1 <= self.side <= 128 and 3 <= self.steps <= 100 and 2 <= self.repeats <= 100):
             raise ValueError("side must be in 1..128, steps in 3..100, repeats in 2..100")
+        if self.device not in DEVICES or self.dtype not in DTYPES:
+            raise ValueError(f"device must be one of {DEVICES}, dtype one of {DTYPES}")
+
+
+def _cuda_present(device: str) -> None:
+    """The late check of ``--device``: a CUDA device must be there before any model is built."""
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is available on this machine")
 
 
 FULL = Config()
@@ -104,6 +120,9 @@ OPTIONS = (
     integer("side", low=1, high=128),
     integer("steps", low=3, high=100),
     integer("repeats", low=2, high=100),
+    integer("warmup", low=0, high=10),
+    replace(choice("device", DEVICES), late=_cuda_present),
+    choice("dtype", DTYPES),
 )
 
 
@@ -124,8 +143,8 @@ def measure(cfg: Config, staging: Path) -> Outcome:
     total = sum(bool(g) for groups in plans.values() for g in groups)
     with tqdm(total=total, desc="real shapes") as bar:
         for model_id in cfg.models:
-            base = shapes.build(MODELS[model_id], real=cfg.real)
-            sizes.update(timing.model_sizes(model_id, base, cfg.side))
+            base = timing.place(shapes.build(MODELS[model_id], cfg.real, sample_size=cfg.side), cfg)
+            sizes.update(timing.model_sizes(model_id, base, cfg))
             for index, pairs in enumerate(plans[model_id], start=1):
                 if pairs:
                     bar.set_postfix_str(f"{model_id} {'+'.join(t for t, _ in pairs)}")
@@ -135,7 +154,7 @@ def measure(cfg: Config, staging: Path) -> Outcome:
                     bar.update()
             del base
     measurement = Measurement(
-        settings=settings_of(cfg, batch=1, **sizes),
+        settings=settings_of(cfg, batch=1, **sizes, **timing.accelerator(cfg)),
         metrics=metrics(
             "latency_ms",
             "speedup",
@@ -149,7 +168,8 @@ def measure(cfg: Config, staging: Path) -> Outcome:
         rows=rows,
         headline=None,
         aims=timing.counterpart_aims(rows, MATCH),
-        notes=[note("counterparts"), note("no-counterpart"), note("groups")],
+        notes=[note("counterparts"), note("no-counterpart"), note("groups")]
+        + ([note("accelerator", dtype=cfg.dtype)] if cfg.device == "cuda" else []),
         figures=[],
     )
     body = BenchmarkResult("", "", False, False, {}, measurement, {}).to_dict()

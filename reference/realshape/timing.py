@@ -3,6 +3,12 @@ interleaved rounds, and the rows, rounds and aims that the result keeps.
 
 See `reference.realshape.bench` for equations (1)-(4); the numbers beside the lines below refer
 to them.
+
+On a CUDA device a loop ends by waiting for the device (``torch.cuda.synchronize``): kernels are
+queued asynchronously, so a host clock read without it would time the queueing, not the work.
+In bfloat16 a technique that rewrites weights (low rank's factorisation, pruning's importance,
+fusion's folding) is applied to a float32 copy and the result is cast, as a user would apply it
+once before serving; hooks and wrappers run on the model as placed.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from torch import nn
 
 from reference.harness.results import Aim, Row, aim
 
-from .variants import COUNTERPARTS, VARIANTS, Around
+from .variants import COUNTERPARTS, VARIANTS, Around, Variant
 
 
 def denoising_loop(
@@ -48,6 +54,8 @@ def denoising_loop(
                 # tensor where the model returns a tuple
                 out = result if isinstance(result, torch.Tensor) else result[0]
                 x = 0.9 * x + 0.1 * out[:, :channels]
+        if x.is_cuda:
+            torch.cuda.synchronize(x.device)  # the work, not its queueing
         return x
 
     return run
@@ -62,11 +70,44 @@ def loop_gflops(run: Callable[[], Any]) -> float:
     return counter.get_total_flops() / 1e9
 
 
-def model_sizes(model_id: str, base: nn.Module, side: int) -> dict[str, float]:
-    """The settings' facts of a model: millions of parameters, GFLOPs per step."""
+def place(model: nn.Module, cfg: Any) -> nn.Module:
+    """``model`` on ``cfg.device`` in ``cfg.dtype``."""
+    return _moved(model, device=cfg.device, dtype=getattr(torch, cfg.dtype))
+
+
+def _moved(model: nn.Module, **where: Any) -> nn.Module:
+    # torch's own ``to``: diffusers' ``ModelMixin.to`` warns about modules to keep in float32
+    # on every cast, and these classes declare none
+    return nn.Module.to(model, **where)
+
+
+def accelerator(cfg: Any) -> dict[str, str]:
+    """The device a CUDA run timed (the provenance names the CPU only): its name and CUDA."""
+    if cfg.device != "cuda":
+        return {}
+    return {"accelerator": torch.cuda.get_device_name(), "cuda": str(torch.version.cuda)}
+
+
+def loop_inputs(model: nn.Module, cfg: Any) -> dict[str, Any]:
+    """The loop's inputs at batch 1 and ``cfg.side``, beside ``model``: floating tensors in its
+    dtype, except the timestep (the models embed it in float32 themselves)."""
     from reference.zoo import shapes
 
-    inputs = shapes.example_inputs(base, batch=1, side=side)
+    first = next(model.parameters())
+    inputs = shapes.example_inputs(model, batch=1, side=cfg.side)
+
+    def moved(key: str, value: Any) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        floating = value.is_floating_point() and key != "timestep"
+        return value.to(first.device, first.dtype if floating else value.dtype)
+
+    return {key: moved(key, value) for key, value in inputs.items()}
+
+
+def model_sizes(model_id: str, base: nn.Module, cfg: Any) -> dict[str, float]:
+    """The settings' facts of a model: millions of parameters, GFLOPs per step."""
+    inputs = loop_inputs(base, cfg)
     key = model_id.replace("-", "_")
     return {
         f"{key}_params_m": sum(p.numel() for p in base.parameters()) / 1e6,
@@ -113,6 +154,17 @@ def copy_for(base: nn.Module, shares_weights: bool) -> nn.Module:
     return copy.deepcopy(base, memo={id(t): t for t in tensors})
 
 
+def applied(variant: Variant, base: nn.Module, inputs: dict[str, Any]) -> nn.Module:
+    """``variant`` on a private copy of ``base``; one that rewrites weights is applied in
+    float32 and cast back to ``base``'s dtype (see the module's docstring)."""
+    dtype = next(base.parameters()).dtype
+    if variant.shares_weights or dtype == torch.float32:
+        return variant.apply(copy_for(base, variant.shares_weights), inputs)
+    return _moved(
+        variant.apply(_moved(copy_for(base, False), dtype=torch.float32), inputs), dtype=dtype
+    )
+
+
 def _loops(
     base: nn.Module, inputs: dict[str, Any], steps: int, pairs: list[tuple[str, str | None]]
 ) -> dict[str, Callable[[], Any]]:
@@ -123,9 +175,10 @@ def _loops(
         named = [(technique, VARIANTS[technique])]
         named += [(counterpart, COUNTERPARTS[counterpart])] if counterpart else []
         for name, variant in named:
-            module = variant.apply(copy_for(base, variant.shares_weights), inputs)
-            runs[name] = denoising_loop(module, inputs, steps, variant.around)
-            if technique == "compile":
+            runs[name] = denoising_loop(
+                applied(variant, base, inputs), inputs, steps, variant.around
+            )
+            if variant.compiles:
                 runs[name]()  # compiles outside the clock; counted FLOPs are the eager ones
     return runs
 
@@ -136,9 +189,8 @@ def time_group(
     """Group ``index`` on ``model_id``: the untouched model, each technique of ``pairs`` and its
     counterpart, in the same interleaved rounds."""
     from reference.harness.cost import compare_latency
-    from reference.zoo import shapes
 
-    inputs = shapes.example_inputs(base, batch=1, side=cfg.side)
+    inputs = loop_inputs(base, cfg)
     runs = _loops(base, inputs, cfg.steps, pairs)
     flops = {name: loop_gflops(run) for name, run in runs.items()}
     lat = compare_latency(runs, repeats=cfg.repeats, warmup=cfg.warmup, baseline="baseline")

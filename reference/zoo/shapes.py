@@ -172,12 +172,19 @@ def config(kind: str, real: bool = False) -> dict[str, Any]:
     return dict(table[kind])
 
 
-def build(kind: str, real: bool = False, seed: int = 0) -> nn.Module:
-    """``kind``'s diffusers class from `config`, random weights from ``seed``, in eval mode."""
+def build(
+    kind: str, real: bool = False, seed: int = 0, sample_size: int | None = None
+) -> nn.Module:
+    """``kind``'s diffusers class from `config`, random weights from ``seed``, in eval mode.
+
+    ``sample_size`` (a latent side) replaces the config's: DiT-XL/2's 512-pixel model is the
+    256-pixel one at ``sample_size=64``, with position embeddings laid out for 64x64 latents.
+    """
     import diffusers
 
     torch.manual_seed(seed)
-    model = getattr(diffusers, CLASS_OF[kind])(**config(kind, real))
+    keywords = config(kind, real) | ({"sample_size": sample_size} if sample_size else {})
+    model = getattr(diffusers, CLASS_OF[kind])(**keywords)
     return model.eval()
 
 
