@@ -6,9 +6,14 @@ to them.
 
 On a CUDA device a loop ends by waiting for the device (``torch.cuda.synchronize``): kernels are
 queued asynchronously, so a host clock read without it would time the queueing, not the work.
-In bfloat16 a technique that rewrites weights (low rank's factorisation, pruning's importance,
-fusion's folding) is applied to a float32 copy and the result is cast, as a user would apply it
-once before serving; hooks and wrappers run on the model as placed.
+Off the CPU or in bfloat16, a technique that rewrites weights (low rank's factorisation,
+pruning's importance, fusion's folding) is applied to a float32 copy on the CPU and the result
+is placed like the untouched model, as a model is prepared once before it is served; hooks and
+wrappers run on the model as placed.
+
+Pitfall: the production appliers of pruning, fusion and low rank build some of their tensors on
+the CPU (calibration inputs, zero biases), so on a CUDA model they stop with a device mismatch;
+preparing on the CPU avoids it here, and their own fix waits for their next standard runs.
 """
 
 from __future__ import annotations
@@ -89,18 +94,24 @@ def accelerator(cfg: Any) -> dict[str, str]:
 
 
 def loop_inputs(model: nn.Module, cfg: Any) -> dict[str, Any]:
-    """The loop's inputs at batch 1 and ``cfg.side``, beside ``model``: floating tensors in its
-    dtype, except the timestep (the models embed it in float32 themselves)."""
+    """The loop's inputs at batch 1 and ``cfg.side``, beside ``model``."""
     from reference.zoo import shapes
 
     first = next(model.parameters())
-    inputs = shapes.example_inputs(model, batch=1, side=cfg.side)
+    return inputs_on(
+        shapes.example_inputs(model, batch=1, side=cfg.side), first.device, first.dtype
+    )
+
+
+def inputs_on(inputs: dict[str, Any], device: Any, dtype: torch.dtype) -> dict[str, Any]:
+    """``inputs`` on ``device``: floating tensors in ``dtype``, except the timestep (the models
+    embed it in float32 themselves)."""
 
     def moved(key: str, value: Any) -> Any:
         if not isinstance(value, torch.Tensor):
             return value
         floating = value.is_floating_point() and key != "timestep"
-        return value.to(first.device, first.dtype if floating else value.dtype)
+        return value.to(device, dtype if floating else value.dtype)
 
     return {key: moved(key, value) for key, value in inputs.items()}
 
@@ -155,14 +166,17 @@ def copy_for(base: nn.Module, shares_weights: bool) -> nn.Module:
 
 
 def applied(variant: Variant, base: nn.Module, inputs: dict[str, Any]) -> nn.Module:
-    """``variant`` on a private copy of ``base``; one that rewrites weights is applied in
-    float32 and cast back to ``base``'s dtype (see the module's docstring)."""
-    dtype = next(base.parameters()).dtype
-    if variant.shares_weights or dtype == torch.float32:
+    """``variant`` on a private copy of ``base``; one that rewrites weights, off the CPU or in
+    bfloat16, is applied to a float32 copy on the CPU and then placed like ``base`` (see the
+    module's docstring)."""
+    first = next(base.parameters())
+    on_cpu = first.device.type == "cpu" and first.dtype == torch.float32
+    if variant.shares_weights or on_cpu:
         return variant.apply(copy_for(base, variant.shares_weights), inputs)
-    return _moved(
-        variant.apply(_moved(copy_for(base, False), dtype=torch.float32), inputs), dtype=dtype
-    )
+    cpu = torch.device("cpu")
+    prepared = _moved(copy_for(base, False), device=cpu, dtype=torch.float32)
+    prepared = variant.apply(prepared, inputs_on(inputs, cpu, torch.float32))
+    return _moved(prepared, device=first.device, dtype=first.dtype)
 
 
 def _loops(
