@@ -764,12 +764,21 @@ def _run_study(name: str, argv: list[str]) -> int:
             _("%(study)s: not measured yet (its first standard run is pending)") % {"study": name}
         )
         return 0
-    study = next(s for s in STUDIES if s.slug == name)
+    study = next((s for s in STUDIES if s.slug == name), None) or accelerator_study(name)
     if "--check" not in argv and contract_version(name) == CONTRACT:
         from reference.harness.studyentry import run as study_run
 
         return study_run(study, argv)  # the technique command line: every option checked first
     return study_main(study, argv)
+
+
+def accelerator_study(name: str) -> Any:
+    """An `ACCELERATOR_STUDIES` study (not in ``STUDIES`` until the next harness-wide rerun)."""
+    from reference.registry import Technique
+
+    if name not in ACCELERATOR_STUDIES:
+        raise KeyError(f"unknown study {name!r}")
+    return Technique(name)
 
 
 def _bench_study(name: str, rest: list[str]) -> int:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from reference.registry import Technique
 
-STUDIES = (Technique("baseline-sanity"), Technique("realshape"), Technique("realshape-gpu"))
+STUDIES = (Technique("baseline-sanity"), Technique("realshape"))
 """Every study, by slug (the package follows the registry's rule)."""
 
 

@@ -39,9 +39,6 @@ def _run(study: Technique, argv: Sequence[str]) -> int:
         t, bench, run_bench=args.bench, quick=args.quick, threads=args.threads, out=args.out,
         overrides={k: v for k, v in overrides.items() if v is not None},
     )  # fmt: skip
-    for opt in bench.OPTIONS:  # the late checks of the values not given too (a default device)
-        if opt.late is not None and overrides[opt.name] is None:
-            opt.late(getattr(p.cfg, opt.name))
     if p.mode == "demo":
         entry.set_threads(p.threads)
         p.out.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,7 @@ Sources: Rombach et al. 2022 (arXiv:2112.10752) for the SD U-Net; Peebles and Xi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,10 +102,12 @@ class Config:
             raise ValueError("side must be in 1..128, steps in 3..100, repeats in 2..100")
         if self.device not in DEVICES or self.dtype not in DTYPES:
             raise ValueError(f"device must be one of {DEVICES}, dtype one of {DTYPES}")
+        if self.device == "cuda":
+            _cuda_present(self.device)  # the default of the accelerator study, too
 
 
 def _cuda_present(device: str) -> None:
-    """The late check of ``--device``: a CUDA device must be there before any model is built."""
+    """A CUDA device must be there before any model is built (imports torch: only for cuda)."""
     import torch
 
     if device == "cuda" and not torch.cuda.is_available():
@@ -121,7 +123,7 @@ OPTIONS = (
     integer("steps", low=3, high=100),
     integer("repeats", low=2, high=100),
     integer("warmup", low=0, high=10),
-    replace(choice("device", DEVICES), late=_cuda_present),
+    choice("device", DEVICES),
     choice("dtype", DTYPES),
 )
 
