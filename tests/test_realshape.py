@@ -189,3 +189,72 @@ def test_variants_that_share_weights_leave_the_untouched_model_as_it_was(kind: s
             timing.denoising_loop(v.apply(copy, inputs), inputs, 6, v.around)()
     assert torch.equal(timing.denoising_loop(model, inputs, 6)(), before)
     assert all(torch.equal(t, state[k]) for k, t in model.state_dict().items())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal where CUDA is absent")
+def test_a_cuda_run_is_refused_in_one_line_where_there_is_no_cuda(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """The accelerator study's default device is checked like a given one, before any model."""
+    from reference.realshape_gpu.__main__ import STUDY as GPU_STUDY
+
+    assert study_main(STUDY, ["--bench", "--device", "cuda"]) == 2
+    assert study_main(GPU_STUDY, ["--bench"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and all("no CUDA device is available" in line for line in lines)
+
+
+def test_the_accelerator_study_shares_the_comparison_and_changes_the_configuration() -> None:
+    from reference.realshape_gpu import bench as gpu
+
+    assert gpu.CONTRACT == bench.CONTRACT and gpu.measure is bench.measure
+    assert (gpu.FULL.device, gpu.FULL.dtype, gpu.FULL.side) == ("cuda", "bfloat16", 64)
+    assert gpu.QUICK.device == "cpu"  # its tests run anywhere
+    with pytest.raises(ValueError, match="device must be one of"):
+        bench.Config(device="tpu").validate()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the skip applies where CUDA is absent")
+def test_glossary_bench_leaves_the_accelerator_study_out_without_cuda(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Run with no study named, the accelerator study says why it does not run; named, it is
+    refused like any bad option (exit 2)."""
+    from glossary import cli
+
+    ran: list[str] = []
+    monkeypatch.setattr(cli, "_bench_study", lambda name, rest: ran.append(name) or 0)
+    monkeypatch.setattr(cli, "bench_techniques", lambda kept: 0)
+    assert cli.cmd_bench([]) == 0
+    assert "realshape-gpu" not in ran and "realshape" in ran
+    assert "realshape-gpu: not run: it needs a CUDA device" in capsys.readouterr().out
+    ran.clear()
+    assert cli.cmd_bench(["--check"]) == 0
+    assert "realshape-gpu" in ran  # its committed result (or its pending state) is checked
+
+
+def test_a_weight_rewriting_technique_is_prepared_in_float32_and_placed_like_the_model() -> None:
+    """In bfloat16, pruning is applied to a float32 CPU copy and the result cast back; the
+    untouched model keeps its weights and dtype."""
+    from reference.realshape import timing, variants
+    from reference.zoo import shapes
+
+    cfg = bench.Config(side=8, dtype="bfloat16", real=False)
+    base = timing.place(shapes.build("unet2d-condition", real=False, sample_size=8), cfg)
+    before = [p.clone() for p in base.parameters()]
+    inputs = timing.loop_inputs(base, cfg)
+    pruned = timing.applied(variants.VARIANTS["pruning"], base, inputs)
+    assert {p.dtype for p in pruned.parameters()} == {torch.bfloat16}
+    assert sum(p.numel() for p in pruned.parameters()) < sum(p.numel() for p in before)
+    assert all(torch.equal(a, b) for a, b in zip(before, base.parameters(), strict=True))
+    out = timing.denoising_loop(pruned, inputs, 3)()
+    assert out.dtype == torch.bfloat16 and torch.isfinite(out.float()).all()
+
+
+def test_the_accelerator_study_borrows_the_real_shape_words_but_not_the_title() -> None:
+    from glossary.resulttext import ResultText
+
+    for lang in ("es", "ru", "en"):
+        gpu, cpu = ResultText("realshape-gpu", lang), ResultText("realshape", lang)
+        assert gpu.title() != cpu.title() and "GPU" in gpu.title()
+        assert gpu.message("note.groups") == cpu.message("note.groups") != "note.groups"

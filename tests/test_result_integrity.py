@@ -448,3 +448,15 @@ def test_v4_rounds_must_name_a_row_with_as_many_rounds(tmp_path: Path) -> None:
     problems = I.schema_problems(I.seal(data))
     assert problems == ["rows[1].rounds.against: no row 'nope' with rounds"]
     assert math.isfinite(I.t_quantile(3))
+
+
+def test_a_member_dropped_from_the_stacking_result_is_named_in_one_line(tmp_path: Path) -> None:
+    """Dropping a member from ``settings.element_slugs`` of stacking.json (a hand edit that used
+    to be reported as 9 to 65 lines about missing files) is one line naming the field."""
+    from reference.stacking.provenance import check_stacking
+
+    data = _committed("stacking")
+    data["settings"]["element_slugs"].remove("pruning")
+    (tmp_path / "stacking.json").write_text(json.dumps(data, indent=2))
+    lines = check_stacking(tmp_path)
+    assert len(lines) == 1 and "settings.element_slugs" in lines[0], lines

@@ -7,6 +7,14 @@ single-line fields (terms, aliases, titles, names) are escaped completely (:func
 Text inside fenced code blocks and code spans is left alone, since Markdown escapes it itself.
 Limitation: an *indented* code block in an entry shows escaped entities; entries use fenced
 blocks.
+
+Pitfall: a code span here must be a code span for the renderer, or its content reaches the page
+as prose, unescaped. Python-Markdown pairs a backtick run with the next run of the same length,
+across lines within a paragraph, and when a run has no partner it falls back to the longest
+shorter run (two backticks, "a", a backtick, "{", a backtick render as the code of a backtick
+and "a", then the prose "{" and a backtick). So spans are kept only where every backtick run of
+the text pairs with a run of its length on its own line and none follows a backslash; otherwise
+the whole text is escaped as prose (its code then shows entities, never markup).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 _ENTITY_RE = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 _TEXT_SPECIALS_RE = re.compile(r"([\\`*_\[\]{}|#!])")
 _FENCE_RE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+_TICKS_RE = re.compile(r"`+")
 _AUTOLINK_RE = re.compile(r"<(https?://[^\s<>\"']+)>")
 _INLINE_LINK_RE = re.compile(r"\]\(([^)]*)\)")
 _REF_DEF_RE = re.compile(r"^(\s{0,3})\[([^\]]+)\]:[ \t]*(\S+)")
@@ -69,13 +77,31 @@ def _escape_prose(line: str) -> str:
     return prefix + body
 
 
-def _escape_outside_code_spans(line: str) -> str:
+def _code_spans(line: str) -> list[tuple[int, int]] | None:
+    """The code spans of one line as the renderer pairs them: each backtick run with the next run
+    of the same length. ``None`` when a run has no partner on the line or follows a backslash
+    (then the renderer may pair across lines or shift the pairs; see the Pitfall above)."""
+    runs = list(_TICKS_RE.finditer(line))
+    if any(r.start() > 0 and line[r.start() - 1] == "\\" for r in runs):
+        return None
+    spans, i = [], 0
+    while i < len(runs):
+        width = len(runs[i].group())
+        j = next((j for j in range(i + 1, len(runs)) if len(runs[j].group()) == width), None)
+        if j is None:
+            return None
+        spans.append((runs[i].start(), runs[j].end()))
+        i = j + 1
+    return spans
+
+
+def _escape_outside(line: str, spans: list[tuple[int, int]]) -> str:
     out: list[str] = []
     pos = 0
-    for m in _CODE_SPAN_RE.finditer(line):
-        out.append(_escape_prose(line[pos : m.start()]))
-        out.append(m.group(0))
-        pos = m.end()
+    for start, end in spans:
+        out.append(_escape_prose(line[pos:start]))
+        out.append(line[start:end])
+        pos = end
     out.append(_escape_prose(line[pos:]))
     return "".join(out)
 
@@ -91,6 +117,7 @@ def escape_markdown(text: str) -> str:
     """
     lines: list[str] = []
     fence: str | None = None
+    spans = _prose_spans(text)
     for line in text.splitlines():
         m = _FENCE_RE.match(line)
         if fence is None and m:
@@ -103,10 +130,30 @@ def escape_markdown(text: str) -> str:
                 fence = None
             lines.append(line)
         else:
-            lines.append(_escape_outside_code_spans(line))
+            lines.append(_escape_outside(line, spans.get(line, []) if spans is not None else []))
     if fence is not None:
         lines.append(fence)
     return "\n".join(lines)
+
+
+def _prose_spans(text: str) -> dict[str, list[tuple[int, int]]] | None:
+    """The code spans of every line outside fenced blocks, by line, or ``None`` when one line's
+    backticks do not pair on that line (then no span is kept anywhere: see the Pitfall above)."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    fence: str | None = None
+    for line in text.splitlines():
+        m = _FENCE_RE.match(line)
+        if fence is None and m:
+            fence = m.group("fence")
+        elif fence is not None:
+            if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence):
+                fence = None if not m.group("info").strip() else fence
+        else:
+            spans = _code_spans(line)
+            if spans is None:
+                return None
+            found[line] = spans
+    return found
 
 
 def safe_url(url: str) -> str | None:
