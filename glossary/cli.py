@@ -752,9 +752,9 @@ def _study_flags(rest: list[str]) -> list[str]:
 
 def _run_study(name: str, argv: list[str]) -> int:
     if name == STACKING:
-        from reference.stacking.cli import run as stacking_run
+        from reference.stacking.cli import main as stacking_main
 
-        return stacking_run(argv)
+        return stacking_main(argv)  # --check reads; a run goes to the technique command line
     from reference.harness.entry import CONTRACT, contract_version
     from reference.harness.study import STUDIES
     from reference.harness.study import main as study_main

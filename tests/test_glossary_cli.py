@@ -473,7 +473,7 @@ def test_bench_refuses_bad_arguments_before_any_work(
 
     started = []
     monkeypatch.setattr(runner, "main", lambda argv: started.append(argv) or 0)
-    monkeypatch.setattr(stacking_cli, "run", lambda argv: started.append(argv) or 0)
+    monkeypatch.setattr(stacking_cli, "main", lambda argv: started.append(argv) or 0)
     code, out, err = run(capsys, "bench", *argv)
     assert (code, out, started) == (2, "", [])
     assert err.startswith(error) and err.count("\n") == 1

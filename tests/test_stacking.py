@@ -34,10 +34,10 @@ different kernel order for a different call site (float32 rounding of the last d
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The quick study's result (all ten composable elements, so all 35 compatible pairs)."""
-    from reference.stacking.cli import run
+    from reference.stacking.cli import main
 
     out = tmp_path_factory.mktemp("stacking-quick")
-    assert run(["--quick", "--bench", "--out", str(out)]) == 0
+    assert main(["--quick", "--bench", "--out", str(out)]) == 0
     return json.loads((out / "stacking.json").read_text(encoding="utf-8"))
 
 

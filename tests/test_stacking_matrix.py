@@ -115,7 +115,7 @@ def test_glossary_bench_runs_the_sanity_study_the_fifteen_then_the_other_studies
 
     calls: list[tuple[str, list[str]]] = []
     monkeypatch.setattr(runner, "main", lambda argv: calls.append(("runner", argv)) or 0)
-    monkeypatch.setattr(stacking_cli, "run", lambda argv: calls.append(("stacking", argv)) or 0)
+    monkeypatch.setattr(stacking_cli, "main", lambda argv: calls.append(("stacking", argv)) or 0)
     monkeypatch.setattr(study, "main", lambda s, argv: calls.append((s.slug, argv)) or 0)
     from reference.harness import studyentry  # the studies on the technique command line
 

@@ -1,4 +1,7 @@
-"""Benchmark and demo of `reference.stacking` (the contract of `reference.harness.cli`).
+"""Benchmark and demo of `reference.stacking`, on the technique command line
+(`reference.harness.entry`, through `reference.harness.studyentry`): every option is checked
+before any work, the run stages into a folder named by its process and is sealed and written
+atomically.
 
 Rows: the teacher with DDIM-50 (baseline); every element of the study alone (its headline
 configuration); step variants of the two students; every compatible pair; the greedy stacks;
@@ -14,7 +17,10 @@ from typing import Any
 
 from .settings import DEMO, FULL, OPTIONS, QUICK, STUDY_ELEMENTS, Config
 
-__all__ = ["DEMO", "FULL", "OPTIONS", "QUICK", "STUDY_ELEMENTS", "Config", "benchmark", "demo"]
+__all__ = ["CONTRACT", "DEMO", "FULL", "OPTIONS", "QUICK", "STUDY_ELEMENTS", "Config"]
+__all__ += ["demo", "measure"]
+
+CONTRACT = 2
 
 
 def _bar(iterable: Any, **kw: Any) -> Any:
@@ -23,14 +29,21 @@ def _bar(iterable: Any, **kw: Any) -> Any:
     return tqdm(iterable, leave=False, **kw)
 
 
-def benchmark(cfg: Config, out: Path) -> Any:
-    """Run the study (`reference.stacking.study.run_study`) and return its `Measurement`."""
+def measure(cfg: Config, staging: Path) -> Any:
+    """Run the study (`reference.stacking.study.run_study`) and return the result's body (an
+    `Outcome`; the study draws no figure files: the site draws its charts from the result)."""
+    from reference.harness.compare import Outcome
+    from reference.harness.entry import BODY_KEYS
+    from reference.harness.results import BenchmarkResult
+
     from .measurement import measurement
     from .study import run_study
 
     start = time.monotonic()
     study = run_study(cfg, _bar)
-    return measurement(study, wall_s=time.monotonic() - start)
+    found = measurement(study, wall_s=time.monotonic() - start)
+    body = BenchmarkResult("", "", False, False, {}, found, {}).to_dict()
+    return Outcome({k: body[k] for k in BODY_KEYS}, [])
 
 
 def demo(cfg: Config, out: Path) -> None:

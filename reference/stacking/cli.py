@@ -1,9 +1,14 @@
-"""``python -m reference.stacking``: the harness's command line, plus the study's summary.
+"""``python -m reference.stacking``: the technique command line, plus three reading commands.
 
-The study is not a registered technique, so it cannot use `reference.harness.cli.main`; it uses
-the same pieces (``parser``, ``plan``, ``run_benchmark``, ``report``), so its options, output
-folders, lock, load gate and standard-run rules are the harness's. Two additions: ``--list``
-prints the compatibility matrix (no torch), ``--check`` checks the committed result.
+The study runs on the technique command line (`reference.harness.studyentry` gives
+`reference.harness.entry` the study as its target): its options are bounded and checked before
+any work, unknown or abbreviated flags are refused, errors are one line (exit 2 for usage, 1 for
+a failure, 130 and 143 for SIGINT and SIGTERM), the run stages into a folder named by its
+process that every ending removes, and the result is sealed and written atomically; installed
+as a package, it writes under the current folder, never into site-packages. Three more
+commands read instead of measuring, without torch: ``--list`` prints the compatibility matrix,
+``--check`` checks the committed result, ``--summary [--out DIR]`` prints the greedy path and
+the fastest stack within each budget of a result (the committed one by default).
 """
 
 from __future__ import annotations
@@ -38,33 +43,12 @@ def names(members: Sequence[str], text: Any) -> str:
     return " + ".join(text.message(f"element.{m}") for m in members)
 
 
-def report(result: Any, path: Path) -> None:
-    """The harness's report, with the one aim per pair and stack counted instead of listed."""
+def summary(result: dict[str, Any]) -> None:
+    """How the pairs and stacks fare against their controls, the greedy path, the fastest stack
+    within each budget and the wall time."""
     from collections import Counter
 
-    data = result.to_dict()
-    text = _text()
-    per_stack = Counter(a["state"] for a in data["aims"] if a["id"] == "beats-control")
-    print(
-        text.message("cli.controls", {s: per_stack[s] for s in ("met", "missed", "inconclusive")})
-    )
-    for a in data["aims"]:
-        if a["id"] == "beats-control":
-            continue
-        shown = "—" if a["measured"] is None else f"{a['measured']:.3g}"
-        if a["interval"] is not None:
-            shown += f" [{a['interval'][0]:.3g}, {a['interval'][1]:.3g}]"
-        print(f"[{text.state(a['state'])}] {text.aim(a)}: {shown}")
-    for x in data["anomalies"]:
-        print(f"[!] {text.anomaly(x)}")
-    if not data["standard"]:
-        print(text.message("cli.nonstandard"))
-    print(text.message("cli.wrote", {"path": str(path)}))
-
-
-def summary(result: Any) -> None:
-    """The greedy path, the fastest stacks within each budget and the wall time."""
-    data = result.to_dict() if hasattr(result, "to_dict") else result
+    data = result
     text = _text()
     rows = {r["id"]: r for r in data["rows"]}
     s = data["settings"]
@@ -75,6 +59,9 @@ def summary(result: Any) -> None:
             return "—"
         return f"{v:.3g}" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
 
+    controls = Counter(a["state"] for a in data["aims"] if a["id"] == "beats-control")
+    counts = {state: controls[state] for state in ("met", "missed", "inconclusive")}
+    print(text.message("cli.controls", counts))
     print(text.message("cli.greedy"))
     for i, k in enumerate(s["greedy"], 1):
         r = rows[k]
@@ -108,73 +95,50 @@ def summary(result: Any) -> None:
     print(text.message("cli.wall", {"minutes": s["wall_s"] / 60.0}))
 
 
-def run(argv: Sequence[str] | None = None) -> int:
-    """Parse, plan, run and report; returns the exit code (raises SystemExit on usage errors)."""
-    from reference.harness import cli as harness
+READERS = ("--list", "--check", "--summary")
+"""The commands that read instead of measuring (torch-free)."""
 
-    from . import bench
-    from .provenance import STACKING, amend, check_stacking
 
-    p_args = _parser(harness, bench, STACKING).parse_args(argv)
-    _check_threads(p_args.threads)
-    if p_args.list:
+def _reader(argv: Sequence[str]) -> Any:
+    """The parsed reading command of ``argv`` (one line and exit 2 for a bad one)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog=PROG, allow_abbrev=False, add_help=False)
+    one = p.add_mutually_exclusive_group(required=True)
+    for flag in READERS:
+        one.add_argument(flag, action="store_true")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR")
+    p.error = lambda message: _fail(message, 2)  # type: ignore[method-assign]
+    args = p.parse_args(list(argv))
+    if args.out is not None and not args.summary:
+        _fail("--out goes with --summary (or with a run)", 2)
+    return args
+
+
+def read(argv: Sequence[str]) -> int:
+    """``--list``, ``--check`` or ``--summary``; returns the exit code."""
+    from .provenance import RESULTS_DIR, check_stacking
+
+    args = _reader(argv)
+    if args.list:
         print_matrix()
         return 0
-    if p_args.check:
+    if args.check:
         lines = check_stacking()
         for line in lines:
             print(line)
         print(f"stacking: 1 result checked, {len(lines)} problem(s)")
         return 1 if lines else 0
-    overrides = {
-        o.name: getattr(p_args, o.name)
-        for o in bench.OPTIONS
-        if getattr(p_args, o.name) is not None
-    }
-    try:
-        p = harness.plan(
-            STACKING,
-            bench,
-            run_bench=p_args.bench,
-            quick=p_args.quick,
-            threads=p_args.threads,
-            out=p_args.out,
-            overrides=overrides,
-        )
-    except harness.UsageError as exc:
-        _fail(str(exc), 2)
-    if p.mode == "demo":
-        import torch
+    path = (args.out or RESULTS_DIR) / "stacking.json"
+    if not path.is_file():
+        _fail(f"{path}: no stacking result there; run: glossary bench stacking", 1)
+    from reference.harness.integrity import read_checked
 
-        torch.set_num_threads(p.threads)
-        bench.demo(p.cfg, p.out)
-        return 0
-    result, path = harness.run_benchmark(p)
-    result.provenance = amend(result.provenance, result.measurement.settings["element_slugs"])
-    from reference.harness.results import write_result
-
-    path = write_result(result, Path(p.out))
-    report(result, path)
-    summary(result)
+    data, problems = read_checked(path)
+    if data is None or problems:
+        _fail(problems[0], 1)
+    summary(data)
     return 0
-
-
-def _check_threads(threads: int | None) -> None:
-    """``--threads`` within what the machine offers (OpenBLAS crashes far above it)."""
-    import os
-
-    cores = os.cpu_count() or 1
-    if threads is not None and not 1 <= threads <= cores:
-        _fail(f"--threads must be in 1..{cores} (this machine's cores), got {threads}", 2)
-
-
-def _parser(harness: Any, bench: Any, technique: Any) -> Any:
-    p = harness.parser(technique, bench)
-    p.error = lambda message: _fail(message, 2)  # one line, not argparse's usage block
-    text = _text()
-    p.add_argument("--list", action="store_true", help=text.message("cli.list"))
-    p.add_argument("--check", action="store_true", help=text.message("cli.check"))
-    return p
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -182,32 +146,27 @@ def _fail(message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
-def main(argv: Sequence[str] | None = None) -> NoReturn:
-    """Entry point of ``python -m reference.stacking``."""
-    from reference.harness.cli import BusyMachine, quiet_threads
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m reference.stacking``: a reading command, or the study on the technique
+    command line; returns the exit code."""
+    from reference.harness.studyentry import run
 
-    quiet_threads()
+    from .provenance import STACKING
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not any(a in READERS for a in args):
+        return run(STACKING, args)
     try:
-        code = run(argv)
+        code = read(args)
         sys.stdout.flush()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
     except BrokenPipeError:  # ``--list | head``: the reader has gone, which is not an error
         from reference.harness.entry import _quiet_stdout
 
         _quiet_stdout()
-        raise SystemExit(0) from None
+        return 0
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
-    except (ValueError, KeyError) as exc:
-        from .elements import IncompatibleStack
-
-        if isinstance(exc, IncompatibleStack):
-            a, b = exc.pair
-            _fail(f"--stack: {a} and {b} do not stack: {exc}", 2)
-        raise
-    except Exception as exc:
-        from reference.zoo import ZooError
-
-        if isinstance(exc, ZooError | OSError | BusyMachine):
-            _fail(str(exc), 1)
-        raise
-    raise SystemExit(code)
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    return code

@@ -12,7 +12,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reference.harness.cli import Option, at_least, check_seeds, int_tuple, name_tuple
+from reference.harness.cli import at_least, check_seeds
+from reference.harness.entry import (
+    compile_backend,
+    integer,
+    integers,
+    names,
+    real,
+    seeds,
+)
 
 from .elements import ELEMENTS, IncompatibleStack, check
 
@@ -22,6 +30,12 @@ MAX_N = 148
 """The most class-balanced samples the held-out real row can match (`reference.harness.scores`)."""
 MAX_STEPS = 1000
 """The zoo's training schedule has 1000 steps; no sampler takes more."""
+MAX_LATENCY_BATCH = 256
+"""The largest latency batch: every configuration's pipeline holds it at once (memory)."""
+MAX_REPEATS = 100
+"""The most interleaved timing rounds (the standard run takes 15)."""
+MAX_BUDGET = 10.0
+"""The largest FDD-ratio budget: ten times the baseline's distance admits every configuration."""
 
 STUDY_ELEMENTS = (
     "solver",
@@ -70,6 +84,17 @@ class Config:
         """``ValueError`` naming the first bad option, before any model is loaded."""
         at_least(self, n=20, latency_batch=1, repeats=2, warmup=0, base_steps=2, solver_steps=1)
         at_least(self, cache_interval=1, cm_steps=1, max_stages=1, lowrank_calib_n=2)
+        most = {
+            "latency_batch": MAX_LATENCY_BATCH,
+            "repeats": MAX_REPEATS,
+            "max_stages": len(STUDY_ELEMENTS),
+        }
+        for name, high in most.items():
+            if getattr(self, name) > high:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} must be <= {high}, got {getattr(self, name)}")
+        if self.budget > MAX_BUDGET:
+            raise ValueError(f"--budget must be <= {MAX_BUDGET}, got {self.budget}")
         check_seeds(self.seeds)
         if max(self.seeds) > SEED_MAX:
             raise ValueError(f"--seeds must be <= {SEED_MAX} (the generators' range)")
@@ -117,14 +142,17 @@ QUICK = Config(
 )
 DEMO = Config(n=64, seeds=(0, 1), repeats=3)
 OPTIONS = (
-    Option("n"),
-    Option("seeds", int_tuple, "S,S,..."),
-    Option("latency_batch"),
-    Option("repeats"),
-    Option("budget", float, "X"),
-    Option("elements", name_tuple, "E,E,..."),
-    Option("control_steps", int_tuple, "N,N,..."),
-    Option("compile_backend", str, "NAME"),
-    Option("max_stages"),
-    Option("stack", name_tuple, "E,E,..."),
+    integer("n", low=20, high=MAX_N),
+    seeds(),
+    integer("latency_batch", low=1, high=MAX_LATENCY_BATCH),
+    integer("repeats", low=2, high=MAX_REPEATS),
+    real("budget", low=1.0, high=MAX_BUDGET),  # above 1: `Config.validate`
+    names("elements", tuple(ELEMENTS), min_count=2),
+    integers("control_steps", low=1, high=MAX_STEPS),
+    compile_backend(),
+    integer("max_stages", low=1, high=len(STUDY_ELEMENTS)),
+    names("stack", tuple(ELEMENTS)),
 )
+"""The options of ``python -m reference.stacking``, each bounded before any work (the technique
+command line, `reference.harness.entry`); `Config.validate` checks what spans options (a stack
+whose members do not stack, a budget of exactly 1)."""
