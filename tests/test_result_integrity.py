@@ -39,7 +39,7 @@ FIGURES = {
     "pruning": 162,
     "realshape": 170,
     "scheduler-tradeoff": 163,
-    "stacking": 1379,
+    "stacking": 1380,
     "stochastic-reparameterization": 34,
     "timestep-distillation": 176,
     "tpu-deployment": 69,
