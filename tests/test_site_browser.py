@@ -615,19 +615,23 @@ def test_chart_texts_stay_inside_and_never_overlap(browser: Any, base_url: str, 
 def test_committed_benchmark_charts_keep_their_texts_inside(
     browser: Any, base_url: str, lang: str
 ) -> None:
-    """Every chart redrawn from a committed result (reference/results, read only), in the
-    page's language, shown inline: its texts inside the SVG's box, none cut, none overlapping."""
-    from glossary.site.benchfigures import figure_charts
+    """Every chart the site draws from the committed results (reference/results, read only) in
+    the page's language, shown inline: each technique's charts, the comparison charts and the
+    stacking charts; their texts inside the SVG's box, none cut, none overlapping."""
+    from glossary.loader import load_glossary, module_exists
+    from glossary.site.context import Context
+    from glossary.site.generate import _charts
     from glossary.site.results import load_results
 
-    results = load_results(site_support.REPO / "reference" / "results").by_slug
-    charts = [
-        chart
-        for result in results.values()
-        for figure in result["figures"]
-        for chart in figure_charts(result, figure, lang)
-    ]
-    assert len(charts) >= 18
+    ctx = Context(
+        glossary=load_glossary(),
+        results=load_results(site_support.REPO / "reference" / "results"),
+        module_exists=module_exists,
+    )
+    pages = {page: found for (page, shown), found in _charts(ctx).items() if shown == lang}
+    assert {"compare", "stacking"} <= set(pages)
+    charts = [chart for found in pages.values() for chart in found]
+    assert len(charts) >= 18 + 3
     with browser_support.context(browser, base_url) as ctx:
         tab = ctx.new_page()
         for chart in charts:

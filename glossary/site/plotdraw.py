@@ -49,6 +49,9 @@ MIN_WRAP = 14
 """The narrowest an axis title is wrapped to (characters per line) to fit in its figure."""
 TEXT_LINES = 8
 """Lines a title or an axis title may take: enough that none is cut with "…"."""
+LABEL_LINES = 20
+"""Lines a point's or a row's label may take: never cut (the longest configuration label of the
+committed results wraps to 8 lines of `ROW_LABEL_WIDTH`)."""
 RC = {
     "svg.hashsalt": "diffusion-efficiency-glossary",
     "svg.fonttype": "none",
@@ -242,9 +245,8 @@ def rows(ax: Axes, points: Sequence[Point], value: str) -> None:
     for i, p in enumerate(points):
         x = getattr(p, value)
         draw_point(ax, x, i, p, xerr=_err(x, getattr(p, f"{value}_interval")), yerr=None)
-    ax.set_yticks(
-        range(len(points)), [plain(p.label, ROW_LABEL_WIDTH) for p in points], fontsize=MIN_FONT_PT
-    )
+    shown = [plain(p.label, ROW_LABEL_WIDTH, LABEL_LINES) for p in points]  # wrapped, never cut
+    ax.set_yticks(range(len(points)), shown, fontsize=MIN_FONT_PT)
     ax.set_ylim(len(points) - 0.5, -0.5)
     ax.grid(False, axis="y")
 
@@ -322,7 +324,7 @@ def rows_height(points: Sequence[Point]) -> float:
     import textwrap
 
     lines = max((len(textwrap.wrap(p.label, ROW_LABEL_WIDTH)) for p in points), default=1)
-    return 1.9 + len(points) * (0.14 + 0.15 * min(lines, 3))
+    return 1.9 + len(points) * (0.14 + 0.15 * min(lines, LABEL_LINES))
 
 
 def title(fig: Figure, text: str) -> None:
@@ -374,7 +376,7 @@ def place_labels(fig: Figure, ax: Axes, items: Sequence[tuple[float, float, str]
     taken = [_box(ax, x, y) for x, y, _label in items]
     placed = 0
     for x, y, label in items:
-        text = plain(label, 26, 2)
+        text = plain(label, 26, LABEL_LINES)  # a label that does not fit whole is left out
         for offset in _OFFSETS:
             probe = _label(ax, text, (x, y), offset, leader=False)
             box = probe.get_window_extent(renderer)
