@@ -235,7 +235,8 @@ def test_a_deleted_stacking_row_is_named(tmp_path: Path, row: str) -> None:
     data["rows"] = [r for r in data["rows"] if r["id"] != row]
     data["aims"] = [a for a in data["aims"] if row not in (a["row"], a["against"])]
     problems, _ = _refused(tmp_path, "stacking", data)
-    assert problems[0] == f"rows: recorded 66 configurations, recomputed 67 (missing {row!r})"
+    assert problems[0].startswith("digest: recorded ")  # schema 4: the body's digest first
+    assert problems[1] == f"rows: recorded 66 configurations, recomputed 67 (missing {row!r})"
 
 
 @pytest.mark.parametrize(
@@ -263,18 +264,20 @@ def test_the_stacking_matrices_and_frontier_are_recomputed() -> None:
     data["settings"]["interaction"][0][1] = 2.0
     data["settings"]["pareto"] = pareto[1:]
     problems = I.audit(data).problems  # (the file stays schema-valid: its schema is not rerun)
-    head, _, recomputed = problems[0].partition(", recomputed ")
+    assert problems[0].startswith("digest: recorded ")  # schema 4: the body's digest first
+    head, _, recomputed = problems[1].partition(", recomputed ")
     assert head == "settings.interaction[0][1]: recorded 2.0"
     # The recomputed figure is the committed one, within the check's relative tolerance of 1e-9.
     assert float(recomputed.split()[0]) == pytest.approx(interaction, rel=1e-9)
-    assert problems[1].startswith(f"settings.pareto: recorded [{pareto[1]!r}")
+    assert problems[2].startswith(f"settings.pareto: recorded [{pareto[1]!r}")
 
 
 def test_a_stacking_result_without_the_settings_it_enumerates_from_is_named() -> None:
     data = _committed("stacking")
     del data["settings"]["variants"]
     problems = I.audit(data).problems
-    assert problems == ["settings.variants: missing or not a list (the study records it)"]
+    assert problems[0].startswith("digest: recorded ")  # schema 4: the body's digest first
+    assert problems[1:] == ["settings.variants: missing or not a list (the study records it)"]
 
 
 @pytest.mark.parametrize(
@@ -452,11 +455,13 @@ def test_v4_rounds_must_name_a_row_with_as_many_rounds(tmp_path: Path) -> None:
 
 def test_a_member_dropped_from_the_stacking_result_is_named_in_one_line(tmp_path: Path) -> None:
     """Dropping a member from ``settings.element_slugs`` of stacking.json (a hand edit that used
-    to be reported as 9 to 65 lines about missing files) is one line naming the field."""
+    to be reported as 9 to 65 lines about missing files) is one line naming the field, after the
+    line of the body's digest."""
     from reference.stacking.provenance import check_stacking
 
     data = _committed("stacking")
     data["settings"]["element_slugs"].remove("pruning")
     (tmp_path / "stacking.json").write_text(json.dumps(data, indent=2))
     lines = check_stacking(tmp_path)
-    assert len(lines) == 1 and "settings.element_slugs" in lines[0], lines
+    assert len(lines) == 2 and "digest: recorded " in lines[0], lines
+    assert "settings.element_slugs: not one entry per element" in lines[1], lines
