@@ -40,11 +40,11 @@ LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "reference"
 SHARED_DOMAIN = "results"
 SITE_DOMAINS = (SHARED_DOMAIN, "guide", "production")
+"""Domains kept in ``glossary/locale`` (the shared one, the guide page's own, and the words of
+the technique pages' "On a diffusers model" sections)."""
 BORROWS = {"realshape-gpu": "realshape"}
 """A study that measures another study's comparison on other hardware uses that study's words
 after its own (its catalog holds only what differs: the title)."""
-"""Domains kept in ``glossary/locale`` (the shared one, the guide page's own, and the words of
-the technique pages' "On a diffusers model" sections)."""
 LANGS = ("es", "ru", "en")
 MIN_GROUPING_DIGITS = {"es": 2, "ru": 1, "en": 1}
 """CLDR's ``minimumGroupingDigits`` (Babel does not apply it): Spanish writes 1318,5 but
