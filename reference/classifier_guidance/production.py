@@ -143,7 +143,7 @@ def unconditional_inputs(model: nn.Module, uncond: Mapping[str, Any] | None) -> 
             f"classifier-free guidance does not support an unconditional {name} "
             "(no class embedding); supported: class-conditional ones"
         )
-    return {"class_labels": torch.tensor([null])}
+    return {"class_labels": torch.tensor([null], device=next(model.parameters()).device)}
 
 
 def cfg_combine(eps: torch.Tensor, n: int, guidance_scale: float, channels: int) -> torch.Tensor:

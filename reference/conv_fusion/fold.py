@@ -38,7 +38,7 @@ def fold_bn_weights(
         raise ValueError("fold_bn_weights: the BatchNorm has no running statistics")
     dtype = weight.dtype
     w = weight.detach().double()
-    b = torch.zeros(w.shape[0], dtype=torch.float64) if bias is None else bias.detach().double()
+    b = w.new_zeros(w.shape[0]) if bias is None else bias.detach().double()
     gamma = torch.ones_like(b) if bn.weight is None else bn.weight.detach().double()
     beta = torch.zeros_like(b) if bn.bias is None else bn.bias.detach().double()
     # Ioffe & Szegedy 2015, Algorithm 2, step 11 (inference BN):

@@ -51,8 +51,8 @@ def frozen_groupnorm(gn: nn.GroupNorm, x_calib: torch.Tensor) -> FrozenGroupNorm
     xs = x_calib.detach().double().reshape(g, -1)
     mean = xs.mean(1).repeat_interleave(c // g)
     var = xs.var(1, unbiased=False).repeat_interleave(c // g)
-    gamma = torch.ones(c, dtype=torch.float64) if gn.weight is None else gn.weight.double()
-    beta = torch.zeros(c, dtype=torch.float64) if gn.bias is None else gn.bias.double()
+    gamma = xs.new_ones(c) if gn.weight is None else gn.weight.double()
+    beta = xs.new_zeros(c) if gn.bias is None else gn.bias.double()
     scale = gamma.detach() / torch.sqrt(var + gn.eps)
     return FrozenGroupNorm(scale, beta.detach() - mean * scale, x_calib.dim() - 2)
 
@@ -125,7 +125,7 @@ def fold_attention_norm_affine(attn: nn.Module) -> None:
     gamma, beta = gn.weight.double(), gn.bias.double()
     for lin in (attn.to_q, attn.to_k, attn.to_v):
         w = lin.weight.double()
-        b = torch.zeros(w.shape[0], dtype=torch.float64) if lin.bias is None else lin.bias.double()
+        b = w.new_zeros(w.shape[0]) if lin.bias is None else lin.bias.double()
         new_b = b + w @ beta
         lin.weight.copy_((w * gamma[None, :]).to(lin.weight.dtype))
         if lin.bias is None:

@@ -154,10 +154,11 @@ def stand_in_loss(batch: int, t_max: int, seed: int) -> Calibration:
     gen = torch.Generator().manual_seed(seed)
 
     def loss(model: nn.Module) -> torch.Tensor:
-        inputs = example_inputs(model, batch, seed=int(torch.randint(1 << 30, (1,), generator=gen)))
+        seed = int(torch.randint(1 << 30, (1,), generator=gen, device="cpu"))
+        inputs = example_inputs(model, batch, seed=seed)  # beside the model's weights
         x0 = inputs.pop("sample")
-        eps = torch.randn(x0.shape, generator=gen)
-        t = torch.randint(0, t_max, (batch,), generator=gen)
+        eps = torch.randn(x0.shape, generator=gen, device="cpu").to(x0)
+        t = torch.randint(0, t_max, (batch,), generator=gen, device="cpu").to(x0.device)
         x_t = scheduler.add_noise(x0, eps, t)  # (1)
         inputs["timestep"] = t
         prediction = model(x_t, **inputs)[0]

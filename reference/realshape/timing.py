@@ -6,14 +6,10 @@ to them.
 
 On a CUDA device a loop ends by waiting for the device (``torch.cuda.synchronize``): kernels are
 queued asynchronously, so a host clock read without it would time the queueing, not the work.
-Off the CPU or in bfloat16, a technique that rewrites weights (low rank's factorisation,
-pruning's importance, fusion's folding) is applied to a float32 copy on the CPU and the result
-is placed like the untouched model, as a model is prepared once before it is served; hooks and
-wrappers run on the model as placed.
-
-Pitfall: the production appliers of pruning, fusion and low rank build some of their tensors on
-the CPU (calibration inputs, zero biases), so on a CUDA model they stop with a device mismatch;
-preparing on the CPU avoids it here, and their own fix waits for their next standard runs.
+In bfloat16, a technique that rewrites weights (low rank's factorisation, pruning's
+importance, fusion's folding) is applied to a float32 copy on the model's device and the result
+is cast, as a model is prepared once before it is served; hooks and wrappers run on the model as
+placed.
 """
 
 from __future__ import annotations
@@ -94,26 +90,10 @@ def accelerator(cfg: Any) -> dict[str, str]:
 
 
 def loop_inputs(model: nn.Module, cfg: Any) -> dict[str, Any]:
-    """The loop's inputs at batch 1 and ``cfg.side``, beside ``model``."""
+    """The loop's inputs at batch 1 and ``cfg.side``, beside ``model`` (its device and dtype)."""
     from reference.zoo import shapes
 
-    first = next(model.parameters())
-    return inputs_on(
-        shapes.example_inputs(model, batch=1, side=cfg.side), first.device, first.dtype
-    )
-
-
-def inputs_on(inputs: dict[str, Any], device: Any, dtype: torch.dtype) -> dict[str, Any]:
-    """``inputs`` on ``device``: floating tensors in ``dtype``, except the timestep (the models
-    embed it in float32 themselves)."""
-
-    def moved(key: str, value: Any) -> Any:
-        if not isinstance(value, torch.Tensor):
-            return value
-        floating = value.is_floating_point() and key != "timestep"
-        return value.to(device, dtype if floating else value.dtype)
-
-    return {key: moved(key, value) for key, value in inputs.items()}
+    return shapes.example_inputs(model, batch=1, side=cfg.side)
 
 
 def model_sizes(model_id: str, base: nn.Module, cfg: Any) -> dict[str, float]:
@@ -166,17 +146,13 @@ def copy_for(base: nn.Module, shares_weights: bool) -> nn.Module:
 
 
 def applied(variant: Variant, base: nn.Module, inputs: dict[str, Any]) -> nn.Module:
-    """``variant`` on a private copy of ``base``; one that rewrites weights, off the CPU or in
-    bfloat16, is applied to a float32 copy on the CPU and then placed like ``base`` (see the
-    module's docstring)."""
-    first = next(base.parameters())
-    on_cpu = first.device.type == "cpu" and first.dtype == torch.float32
-    if variant.shares_weights or on_cpu:
+    """``variant`` on a private copy of ``base``; one that rewrites weights, in bfloat16, is
+    applied to a float32 copy and then cast back (see the module's docstring)."""
+    dtype = next(base.parameters()).dtype
+    if variant.shares_weights or dtype == torch.float32:
         return variant.apply(copy_for(base, variant.shares_weights), inputs)
-    cpu = torch.device("cpu")
-    prepared = _moved(copy_for(base, False), device=cpu, dtype=torch.float32)
-    prepared = variant.apply(prepared, inputs_on(inputs, cpu, torch.float32))
-    return _moved(prepared, device=first.device, dtype=first.dtype)
+    prepared = variant.apply(_moved(copy_for(base, False), dtype=torch.float32), inputs)
+    return _moved(prepared, dtype=dtype)
 
 
 def _loops(

@@ -129,15 +129,10 @@ def _cfg(model: nn.Module, inputs: dict[str, Any]) -> nn.Module:
     import torch
 
     from reference.classifier_guidance.production import CFGConfig, apply_cfg
-    from reference.classifier_guidance.production_forward import null_class
 
-    # the null prompt's encoding stands in as zeros: with random weights only the cost counts;
-    # the null class is given beside the inputs (the applier's default label is a CPU tensor)
-    if "encoder_hidden_states" in inputs:
-        uncond = {"encoder_hidden_states": torch.zeros_like(inputs["encoder_hidden_states"])}
-    else:
-        uncond = {"class_labels": torch.full_like(inputs["class_labels"], null_class(model))}
-    return apply_cfg(model, CFGConfig(guidance_scale=7.5), uncond=uncond).model
+    # the null prompt's encoding stands in as zeros: with random weights only the cost counts
+    text = {k: torch.zeros_like(inputs[k]) for k in ("encoder_hidden_states",) if k in inputs}
+    return apply_cfg(model, CFGConfig(guidance_scale=7.5), uncond=text or None).model
 
 
 # ----------------------------------------------------------------------------- counterparts

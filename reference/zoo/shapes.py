@@ -205,11 +205,29 @@ def example_inputs(
     seed: int = 0,
     side: int | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments of one ``model(**inputs)`` call for any class in `CLASS_OF`.
+    """Keyword arguments of one ``model(**inputs)`` call for any class in `CLASS_OF`, beside
+    ``model``'s parameters: on their device, floating inputs other than the timestep in their
+    dtype (drawn on the CPU from ``seed`` first, so the values do not depend on the device).
 
     ``side`` is the latent side (default: the config's ``sample_size``); prompts have the real
     length of `TEXT_TOKENS` from a side of 32 up, 5 tokens below.
     """
+    with torch.device("cpu"):  # whatever the default device is
+        inputs = _cpu_inputs(model, batch, timestep, seed, side)
+    first = next(model.parameters())
+
+    def placed(key: str, value: Any) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        floating = value.is_floating_point() and key != "timestep"
+        return value.to(first.device, first.dtype if floating else value.dtype)
+
+    return {key: placed(key, value) for key, value in inputs.items()}
+
+
+def _cpu_inputs(
+    model: nn.Module, batch: int, timestep: float, seed: int, side: int | None
+) -> dict[str, Any]:
     kind = kind_of(model)
     cfg = model.config
     g = torch.Generator().manual_seed(seed)
