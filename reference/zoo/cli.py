@@ -33,6 +33,13 @@ DEFAULT_THREADS = 2
 GRID_MODELS = ("teacher", "dit", "latent_teacher")
 
 
+def _load(name: str, zoo_dir: Path) -> torch.nn.Module:
+    """A trained dependency from the zoo folder being written (`reference.zoo.load`)."""
+    from . import load
+
+    return load(name, zoo_dir=zoo_dir)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="train_zoo.py", description=__doc__.split("\n\n")[0])
     p.add_argument(
@@ -100,6 +107,7 @@ def train_one(
         checkpoint_every=checkpoint_every,
         progress=progress,
         config=dict(spec.config),
+        loader=_load,
     )
     start = time.perf_counter()
     torch.manual_seed(spec.seed)  # the initial weights; each step reseeds (see training.py)

@@ -29,15 +29,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 
 from .store import atomic_write_bytes
-
-if TYPE_CHECKING:
-    from .specs import ZooSpec
 
 TRAINER_VERSION = 2
 """Part of the checkpoint key: bump it when a change to the training code must not resume old
@@ -47,11 +44,27 @@ BatchLoss = Callable[[nn.Module, int], torch.Tensor]
 """``batch_loss(model, step) -> scalar loss`` for one training step (draws its own batch)."""
 
 
+class Spec(Protocol):
+    """What training reads of a zoo model's spec (`reference.zoo.specs.ZooSpec` is one); a
+    protocol, so that this module does not import the specs, which import it."""
+
+    name: str
+    hparams: dict[str, Any]
+    requires: tuple[str, ...]
+
+    def build_model(self, config: dict[str, Any] | None = None) -> nn.Module: ...
+
+
+Loader = Callable[[str, Path], nn.Module]
+"""``loader(name, zoo_dir)``: a trained zoo model from the folder being written
+(`reference.zoo.load`)."""
+
+
 @dataclass
 class TrainContext:
     """What a spec's ``train`` function receives."""
 
-    spec: ZooSpec
+    spec: Spec
     steps: int
     batch: int
     lr: float
@@ -64,11 +77,14 @@ class TrainContext:
     train_seconds: float = 0.0
     """Seconds spent in `fit` (accumulated over resumed runs); set by `fit`."""
 
+    loader: Loader | None = None
+    """How `load` reads a dependency; the zoo's command line passes `reference.zoo.load`."""
+
     def load(self, name: str) -> nn.Module:
         """Load another zoo model (a dependency) from the zoo folder being written."""
-        from . import load
-
-        return load(name, zoo_dir=self.zoo_dir)
+        if self.loader is None:
+            raise RuntimeError(f"{self.spec.name}: this context has no loader for {name!r}")
+        return self.loader(name, self.zoo_dir)
 
     def entry(self, name: str) -> dict[str, Any]:
         """The manifest entry of an already trained zoo model in the folder being written."""
