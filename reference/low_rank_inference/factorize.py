@@ -107,7 +107,7 @@ def spectrum(layer: nn.Module, second_moment: torch.Tensor | None = None) -> Spe
         u, s, vh = torch.linalg.svd(w, full_matrices=False)
         return Spectrum(u, s, vh)
     c = second_moment.double()
-    ridge = 1e-6 * float(c.diagonal().mean().clamp_min(1e-12))
+    ridge = 1e-6 * c.diagonal().mean().clamp_min(1e-12)  # a tensor: no host round trip
     chol = torch.linalg.cholesky(c + ridge * torch.eye(c.shape[0], dtype=c.dtype, device=c.device))
     u, s, vh = torch.linalg.svd(w @ chol, full_matrices=False)
     return Spectrum(u, s, vh, torch.linalg.inv(chol))
