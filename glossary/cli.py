@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -755,7 +754,6 @@ def _run_study(name: str, argv: list[str]) -> int:
         from reference.stacking.cli import main as stacking_main
 
         return stacking_main(argv)  # --check reads; a run goes to the technique command line
-    from reference.harness.entry import CONTRACT, contract_version
     from reference.harness.study import STUDIES
     from reference.harness.study import main as study_main
 
@@ -764,21 +762,7 @@ def _run_study(name: str, argv: list[str]) -> int:
             _("%(study)s: not measured yet (its first standard run is pending)") % {"study": name}
         )
         return 0
-    study = next((s for s in STUDIES if s.slug == name), None) or accelerator_study(name)
-    if "--check" not in argv and contract_version(name) == CONTRACT:
-        from reference.harness.studyentry import run as study_run
-
-        return study_run(study, argv)  # the technique command line: every option checked first
-    return study_main(study, argv)
-
-
-def accelerator_study(name: str) -> Any:
-    """An `ACCELERATOR_STUDIES` study (not in ``STUDIES`` until the next harness-wide rerun)."""
-    from reference.registry import Technique
-
-    if name not in ACCELERATOR_STUDIES:
-        raise KeyError(f"unknown study {name!r}")
-    return Technique(name)
+    return study_main(next(s for s in STUDIES if s.slug == name), argv)
 
 
 def _bench_study(name: str, rest: list[str]) -> int:
@@ -886,87 +870,23 @@ def _can_run(study: str, rest: list[str]) -> bool:
 
 
 def bench_techniques(kept: list[str]) -> int:
-    """The techniques of ``glossary bench``: a technique whose ``bench.py`` declares
-    ``CONTRACT = 2`` runs through `reference.harness.entry`, every other one through the
-    runner of `reference.harness.runner`, as before. Every plan is checked before anything
-    runs; each group prints the runner's table."""
-    from reference.harness import entry
-    from reference.harness.runner import main as bench_main
+    """The techniques of ``glossary bench``: checked here, then handed to
+    `reference.harness.runner` (every plan is checked before anything runs)."""
+    from reference.harness import runner
+    from reference.harness.entry import UsageError
     from reference.registry import slugs
 
     args = bench_parser().parse_args(kept)
     chosen = list(args.techniques) or slugs()
-    ported = [s for s in chosen if entry.contract_version(s) == entry.CONTRACT]
-    if args.check or not ported:
-        return exit_code(bench_main(kept))
+    if args.check:
+        return runner.check(chosen)
     try:
-        plans = [
-            entry.prepare_standard(s, quick=args.quick, threads=args.threads, out=args.out)
-            for s in ported
-        ]
-    except entry.UsageError as exc:
+        return runner.run_techniques(
+            chosen, quick=args.quick, threads=args.threads, out=args.out,
+            show_traceback=args.traceback,
+        )  # fmt: skip
+    except UsageError as exc:
         raise CliError(str(exc), 2) from None
-    code = 0
-    others = [s for s in chosen if s not in ported]
-    if others:
-        code = exit_code(bench_main([*others, *_runner_flags(args)]))
-    return max(code, _run_ported(plans, args.traceback))
-
-
-def _runner_flags(args: argparse.Namespace) -> list[str]:
-    """The flags of ``glossary bench`` that the runner takes, rebuilt from the checked ones."""
-    flags = ["--quick"] if args.quick else []
-    flags += ["--threads", str(args.threads)] if args.threads is not None else []
-    flags += ["--out", str(args.out)] if args.out is not None else []
-    return flags + (["--traceback"] if args.traceback else [])
-
-
-def _run_ported(plans: list[Any], show_traceback: bool) -> int:
-    """Run checked plans of ported benchmarks; SIGINT and SIGTERM unwind them (no staging
-    folder is left), then end the command like a Ctrl-C (130) or with 143."""
-    from reference.harness import entry
-
-    previous = entry.install_signals()
-    try:
-        return _run_plans(plans, show_traceback)
-    except entry.Interrupted as exc:
-        if exc.signum == signal.SIGINT:
-            raise KeyboardInterrupt from None
-        print("glossary bench: terminated", file=sys.stderr)
-        return 128 + exc.signum
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
-
-
-def _run_plans(plans: list[Any], show_traceback: bool) -> int:
-    """Run checked plans of ported benchmarks; print the runner's table; 1 if any failed."""
-    import time
-    import traceback
-
-    from reference.harness import entry
-    from reference.harness.runner import summary_line
-
-    lines, failures = [], 0
-    for p in plans:
-        start = time.perf_counter()
-        try:
-            result, path = entry.run_bench(p)
-        except Exception as exc:
-            failures += 1
-            if show_traceback:
-                traceback.print_exc()
-            first = one_line((str(exc).strip().splitlines() or [""])[0])
-            slug = p.target.slug
-            print(f"glossary bench: {slug} failed: {type(exc).__name__}: {first}", file=sys.stderr)
-            continue
-        elapsed = time.perf_counter() - start
-        lines.append(f"{summary_line(result)}  {elapsed:6.1f} s  {one_line(str(path))}")
-    if lines:
-        print(f"{'technique':30} {'speedup / limit':>20} {'quality':>8} {'aims':>8}")
-        print("\n".join(lines))
-        print("aims: met/missed/inconclusive; (!) a speedup above its analytic bound")
-    return 1 if failures else 0
 
 
 def exit_code(code: object) -> int:

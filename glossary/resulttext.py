@@ -52,6 +52,32 @@ MIN_GROUPING_DIGITS = {"es": 2, "ru": 1, "en": 1}
 PLACEHOLDER = re.compile(r"%\((?P<name>[a-z_][a-z0-9_]*)\)(?P<spec>\.\d+[fg]|[sdfg])")
 
 
+ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
+
+
+@cache
+def entry_term(slug: str, lang: str) -> str | None:
+    """The term of glossary entry ``slug`` in ``lang``, the name a reader sees for it everywhere
+    (``None`` without such an entry). It is read from the entry's file, so that a command line
+    of ``reference`` names a technique like the site does without loading the glossary."""
+    import yaml
+
+    path = ENTRIES_DIR / f"{slug}.yaml"
+    if not path.is_file():
+        return None
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    term = (data.get("lang", {}).get(lang) or {}).get("term") if isinstance(data, dict) else None
+    return str(term) if term else None
+
+
+def term_with_method(term: str | None, method: str) -> str:
+    """A technique's display name: the entry's ``term``, then the specific ``method`` where it
+    says more ("Método del Acelerador (predicción de pasos)"); ``method`` alone without a term."""
+    if not term or term.casefold() == method.casefold():
+        return term or method
+    return f"{term} ({method})"
+
+
 def domains_of(slug: str) -> tuple[str, ...]:
     """The catalogs a result's text is looked up in, in order: its own, the one it borrows
     (`BORROWS`), the shared one."""

@@ -74,6 +74,15 @@ TECHNIQUES: tuple[Technique, ...] = (
 
 BY_SLUG: dict[str, Technique] = {t.slug: t for t in TECHNIQUES}
 
+STUDIES: tuple[Technique, ...] = (
+    Technique("baseline-sanity"),
+    Technique("realshape"),
+    Technique("realshape-gpu"),
+)
+"""The studies: measured comparisons with the technique command line and a committed result,
+but no glossary entry (`reference.harness.study`). The stacking study has its own command line
+(`reference.stacking`)."""
+
 
 def package_of(slug: str) -> str:
     """``accelerate-method`` -> ``reference.accelerate_method`` (the one naming rule)."""
@@ -93,6 +102,11 @@ def get(slug: str) -> Technique:
 def by_package(package: str) -> Technique | None:
     """The technique whose package is ``package`` (``None`` if it is not registered)."""
     return next((t for t in TECHNIQUES if t.package == package), None)
+
+
+def study_by_package(package: str) -> Technique | None:
+    """The study whose package is ``package`` (``None`` if there is none)."""
+    return next((s for s in STUDIES if s.package == package), None)
 
 
 def slugs() -> list[str]:

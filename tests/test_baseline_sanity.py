@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from reference.baseline_sanity import bench
-from reference.baseline_sanity.__main__ import STUDY
-from reference.harness.studyentry import run as study_main
+from reference.harness.study import STUDIES
+from reference.harness.study import main as study_main
+
+STUDY = next(s for s in STUDIES if s.slug == "baseline-sanity")
 
 
 def test_bad_options_are_refused_before_any_work(capsys: pytest.CaptureFixture) -> None:
@@ -35,11 +37,18 @@ def test_bad_options_are_refused_before_any_work(capsys: pytest.CaptureFixture) 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from reference.harness.entry import plan, run_bench
-    from reference.harness.studyentry import target
+    from reference.harness.entry import plan, run_bench, target_of
 
     out: Path = tmp_path_factory.mktemp("sanity")
-    p = plan(target(STUDY), bench, run_bench=True, quick=True, threads=None, out=out, overrides={})
+    p = plan(
+        target_of(STUDY.package),
+        bench,
+        run_bench=True,
+        quick=True,
+        threads=None,
+        out=out,
+        overrides={},
+    )
     result, _ = run_bench(p)
     assert result["schema_version"] == 4 and result["digest"].startswith("sha256:")
     return result

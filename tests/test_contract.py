@@ -26,33 +26,11 @@ from reference.harness.schema import validate_result
 from reference.registry import REFERENCE_DIR, TECHNIQUES, Technique, package_of
 
 ROOT = REFERENCE_DIR.parent
-MAIN_CODE = {
-    1: ["from reference.harness.cli import main", "main(__package__)"],
-    2: ["from reference.harness.entry import main", "main(__package__)"],
-}
-"""The two-line ``__main__`` of each contract: 1, the command line every benchmark had; 2, the
-command line a benchmark gets when it is ported to the declared comparison (`CONTRACT = 2`)."""
+MAIN_CODE = ["from reference.harness.launch import technique", "technique(__package__)"]
+"""The two-line ``__main__`` of every technique: the command line of `reference.harness.entry`,
+loaded inside `reference.harness.launch`'s guard (a Ctrl-C while it loads is one line)."""
 MAX_CORE_LINES = 330
 """A technique's files, and a ported bench, stay readable in one sitting: ~300 lines each."""
-
-PORTED = (
-    "mixture-of-experts",
-    "gradient-checkpointing",
-    "tpu-deployment",
-    "grid-search",
-    "async-pipeline",
-    "stochastic-reparameterization",
-    "consistency-latent-diffusion",
-    "timestep-distillation",
-    "conv-fusion",
-    "low-rank-inference",
-    "pruning",
-    "scheduler-tradeoff",
-    "classifier-guidance",
-    "accelerate-method",
-    "feature-caching",
-)
-"""Benchmarks ported to the declared comparison (contract 2); the others still run on 1."""
 
 FIDELITY_BESIDE = {
     "grid-search": "the search may change the guidance scale, which changes the distribution to"
@@ -65,31 +43,17 @@ FIDELITY_BESIDE = {
 ids = [t.slug for t in TECHNIQUES]
 
 
-def _version(technique: Technique) -> int:
-    from reference.harness.entry import contract_version
-
-    return contract_version(technique.slug)
-
-
 def _bench(technique: Technique):
     """The bench module through its own command line's loader."""
-    if _version(technique) == 2:
-        from reference.harness.entry import load_bench, target_by_slug
+    from reference.harness.entry import load_bench, target_by_slug
 
-        return load_bench(target_by_slug(technique.slug))
-    from reference.harness.cli import contract
-
-    return contract(technique)
+    return load_bench(target_by_slug(technique.slug))
 
 
 def _plan(technique: Technique, bench, **kwargs):
-    if _version(technique) == 2:
-        from reference.harness.entry import plan, target_by_slug
+    from reference.harness.entry import plan, target_by_slug
 
-        return plan(target_by_slug(technique.slug), bench, **kwargs)
-    from reference.harness.cli import plan
-
-    return plan(technique, bench, **kwargs)
+    return plan(target_by_slug(technique.slug), bench, **kwargs)
 
 
 def _env() -> dict[str, str]:
@@ -113,10 +77,12 @@ def test_entries_and_registry_agree() -> None:
     assert implemented == registered
 
 
-def test_ported_benchmarks_declare_the_new_contract() -> None:
-    versions = {t.slug: _version(t) for t in TECHNIQUES}
-    assert [versions[s] for s in PORTED] == [2] * len(PORTED)
-    assert set(versions.values()) <= {1, 2}
+def test_every_benchmark_declares_the_contract() -> None:
+    from reference.harness.entry import CONTRACT, contract_version
+
+    assert {t.slug: contract_version(t.slug) for t in TECHNIQUES} == {
+        t.slug: CONTRACT for t in TECHNIQUES
+    }
 
 
 @pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
@@ -128,7 +94,7 @@ def test_package_has_the_contract_parts(technique: Technique) -> None:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
     code = [ast.unparse(node) for node in body]
-    assert code == MAIN_CODE[_version(technique)]
+    assert code == MAIN_CODE
     doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
     assert doc and len(doc.splitlines()) >= 20, "the package docstring teaches the technique"
     for lang in LANGS:
@@ -137,14 +103,12 @@ def test_package_has_the_contract_parts(technique: Technique) -> None:
 
 @pytest.mark.parametrize("technique", TECHNIQUES, ids=ids)
 def test_technique_files_stay_small(technique: Technique) -> None:
-    """Every file of a technique, and the bench of a ported one (a declaration, issue 21), stays
-    under the size rule; an unported bench still assembles its result by hand."""
-    exempt = set() if technique.slug in PORTED else {"bench.py"}
+    """Every file of a technique, its bench (a declaration) included, stays under the size
+    rule."""
     too_long = {
         p.name: n
         for p in technique.directory.glob("*.py")
-        if p.name not in exempt
-        and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_CORE_LINES
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_CORE_LINES
     }
     assert too_long == {}
 

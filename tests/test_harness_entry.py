@@ -25,7 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reference.harness import cli, entry, integrity
+from reference.harness import entry, integrity
+from reference.harness import machine as cli
 from reference.registry import REFERENCE_DIR
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

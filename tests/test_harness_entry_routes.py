@@ -68,12 +68,11 @@ def _result(slug: str) -> dict[str, Any]:
 
 @pytest.fixture
 def routes(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
-    """``pruning`` is ported; the runner and the entry record what they are given."""
+    """The entry and the result check record what they are given."""
     import reference.harness.runner as runner
 
-    seen: dict[str, list[Any]] = {"runner": [], "prepared": [], "ran": []}
-    monkeypatch.setattr(entry, "contract_version", lambda slug: 2 if slug == "pruning" else 1)
-    monkeypatch.setattr(runner, "main", lambda argv: seen["runner"].append(argv) or 0)
+    seen: dict[str, list[Any]] = {"checked": [], "prepared": [], "ran": []}
+    monkeypatch.setattr(runner, "check", lambda slugs: seen["checked"].append(slugs) or 0)
 
     def prepare(slug: str, **kwargs: Any) -> Any:
         seen["prepared"].append((slug, kwargs))
@@ -92,20 +91,21 @@ def routes(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     return seen
 
 
-def test_glossary_bench_sends_a_ported_technique_to_the_entry(
+def test_glossary_bench_hands_the_techniques_to_the_entry(
     capsys: pytest.CaptureFixture[str], routes: dict[str, list[Any]]
 ) -> None:
     code, out, err = run(capsys, "bench", "pruning", "feature-caching", "--quick")
     assert (code, err) == (0, "")
-    assert routes["runner"] == [["feature-caching", "--quick"]]
     kwargs = {"quick": True, "threads": None, "out": None}
-    assert routes["prepared"] == [("pruning", kwargs)] and routes["ran"] == ["pruning"]
-    header, line, legend = out.splitlines()
-    assert header.startswith("technique") and line.startswith("pruning") and "aims:" in legend
-    assert line.endswith("/results/pruning.json")
+    assert routes["prepared"] == [("pruning", kwargs), ("feature-caching", kwargs)]
+    assert routes["ran"] == ["pruning", "feature-caching"]
+    header, first, second, legend = out.splitlines()
+    assert header.startswith("technique") and "aims:" in legend
+    assert first.startswith("pruning") and second.startswith("feature-caching")
+    assert first.endswith("/results/pruning.json")
 
 
-def test_glossary_bench_of_every_technique_splits_them(
+def test_glossary_bench_of_every_technique_runs_them_all_or_checks_them(
     capsys: pytest.CaptureFixture[str],
     routes: dict[str, list[Any]],
     monkeypatch: pytest.MonkeyPatch,
@@ -113,12 +113,11 @@ def test_glossary_bench_of_every_technique_splits_them(
     monkeypatch.setattr(cli, "FIRST_STUDIES", ())
     monkeypatch.setattr(cli, "LAST_STUDIES", ())
     assert run(capsys, "bench", "--threads", "1")[0] == 0
-    others = [s for s in registry.slugs() if s != "pruning"]
-    assert routes["runner"] == [[*others, "--threads", "1"]] and routes["ran"] == ["pruning"]
-    monkeypatch.setattr(entry, "contract_version", lambda slug: 1)
-    routes["runner"].clear()
+    assert routes["ran"] == registry.slugs() and routes["checked"] == []
+    assert {kwargs["threads"] for _, kwargs in routes["prepared"]} == {1}
+    routes["ran"].clear()
     assert run(capsys, "bench", "--quick", "--check")[0] == 0
-    assert routes["runner"] == [["--quick", "--check"]]  # nothing ported: exactly as before
+    assert routes["checked"] == [registry.slugs()] and routes["ran"] == []
 
 
 def test_glossary_bench_checks_every_plan_first_and_reports_failures_in_one_line(
@@ -128,7 +127,7 @@ def test_glossary_bench_checks_every_plan_first_and_reports_failures_in_one_line
 ) -> None:
     code, out, err = run(capsys, "bench", "pruning", "feature-caching", "--out", "/x")
     assert (code, out) == (2, "") and err == "glossary: --out: refused for the test\n"
-    assert routes["runner"] == [] and routes["ran"] == []  # nothing ran, not even the old ones
+    assert routes["ran"] == []  # nothing ran: every plan is checked first
     failing = SimpleNamespace(target=SimpleNamespace(slug="fail"))
     monkeypatch.setattr(entry, "prepare_standard", lambda slug, **kwargs: failing)
     code, out, err = run(capsys, "bench", "pruning")

@@ -127,10 +127,19 @@ def test_over_seeds_pairs_every_configuration_on_each_seed() -> None:
     assert table.ratio("fast", "base", "value").interval == pytest.approx((3.0, 3.0))
 
 
-@pytest.mark.parametrize("seeds", [(0,), (1, 1), (0, -1), ()])
-def test_check_seeds_refuses_what_gives_no_interval(seeds: tuple[int, ...]) -> None:
-    from reference.harness.cli import check_seeds
+@pytest.mark.parametrize(
+    ("seeds", "said"),
+    [
+        ((0,), "needs at least 2 distinct"),
+        ((1, 1), "needs at least 2 distinct"),
+        ((), "needs at least 2 distinct"),
+        ((0, -1), "must be in 0..4294967295"),
+        ((0, 2**32), "must be in 0..4294967295"),
+    ],
+)
+def test_check_seeds_refuses_what_gives_no_interval(seeds: tuple[int, ...], said: str) -> None:
+    from reference.harness.bounds import check_seeds
 
-    with pytest.raises(ValueError, match="--seeds needs at least 2 distinct"):
+    with pytest.raises(ValueError, match=f"--seeds {said}"):
         check_seeds(seeds)
     check_seeds((0, 1, 2, 3, 4))  # the standard seeds pass

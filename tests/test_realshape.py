@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 import torch
 
-from reference.harness.studyentry import run as study_main
+from reference.harness.study import STUDIES
+from reference.harness.study import main as study_main
 from reference.realshape import bench
-from reference.realshape.__main__ import STUDY
+
+STUDY = next(s for s in STUDIES if s.slug == "realshape")
 
 
 def test_bad_options_are_refused_before_any_model_is_built(capsys: pytest.CaptureFixture) -> None:
@@ -81,11 +83,18 @@ def test_a_counterpart_computes_what_our_technique_computes_in_the_loop(
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
-    from reference.harness.entry import plan, run_bench
-    from reference.harness.studyentry import target
+    from reference.harness.entry import plan, run_bench, target_of
 
     out = tmp_path_factory.mktemp("realshape")
-    p = plan(target(STUDY), bench, run_bench=True, quick=True, threads=None, out=out, overrides={})
+    p = plan(
+        target_of(STUDY.package),
+        bench,
+        run_bench=True,
+        quick=True,
+        threads=None,
+        out=out,
+        overrides={},
+    )
     return run_bench(p)
 
 
@@ -196,7 +205,7 @@ def test_a_cuda_run_is_refused_in_one_line_where_there_is_no_cuda(
     capsys: pytest.CaptureFixture,
 ) -> None:
     """The accelerator study's default device is checked like a given one, before any model."""
-    from reference.realshape_gpu.__main__ import STUDY as GPU_STUDY
+    GPU_STUDY = next(s for s in STUDIES if s.slug == "realshape-gpu")
 
     assert study_main(STUDY, ["--bench", "--device", "cuda"]) == 2
     assert study_main(GPU_STUDY, ["--bench"]) == 2

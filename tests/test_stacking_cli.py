@@ -135,7 +135,7 @@ def test_random_bad_options_are_refused_before_any_work(
 ) -> None:
     """Any bad value of any option: one line, exit 2, neither the study nor the demo started
     (both are replaced by recorders here), nothing written."""
-    from reference.harness.studyentry import run
+    from reference.harness.entry import Target, run
     from reference.stacking import bench as module
     from reference.stacking.provenance import STACKING
 
@@ -148,7 +148,10 @@ def test_random_bad_options_are_refused_before_any_work(
         args = [f"{flag}={value}"] if joined else [flag, str(value)]
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
-            code = run(STACKING, [*(["--bench", "--quick"] if bench else []), *args])
+            code = run(
+                Target(STACKING.slug, STACKING.package, STACKING),
+                [*(["--bench", "--quick"] if bench else []), *args],
+            )
     finally:
         module.measure, module.demo = saved
     assert (code, calls) == (2, []), (args, err.getvalue())

@@ -114,24 +114,18 @@ def test_glossary_bench_runs_the_sanity_study_the_fifteen_then_the_other_studies
     from glossary.cli import cmd_bench
 
     calls: list[tuple[str, list[str]]] = []
-    monkeypatch.setattr(runner, "main", lambda argv: calls.append(("runner", argv)) or 0)
+    monkeypatch.setattr(runner, "check", lambda slugs: calls.append(("runner", ["--check"])) or 0)
     monkeypatch.setattr(stacking_cli, "main", lambda argv: calls.append(("stacking", argv)) or 0)
     monkeypatch.setattr(study, "main", lambda s, argv: calls.append((s.slug, argv)) or 0)
-    from reference.harness import studyentry  # the studies on the technique command line
-
-    monkeypatch.setattr(studyentry, "run", lambda s, argv: calls.append((s.slug, argv)) or 0)
     monkeypatch.setattr(glossary.cli, "UNMEASURED", ())
     from reference.harness import entry
     from reference.registry import REFERENCE_DIR, slugs
-
-    ported = [s for s in slugs() if entry.contract_version(s) == entry.CONTRACT]
-    old = [s for s in slugs() if s not in ported]
 
     def ran(plans: list[entry.Plan], show_traceback: bool) -> int:
         calls.extend(("entry", [p.target.slug, str(p.out)]) for p in plans)
         return 0
 
-    monkeypatch.setattr(glossary.cli, "_run_plans", ran)  # ported: its own command line
+    monkeypatch.setattr(runner, "_run_plans", ran)  # each technique on its own command line
     assert cmd_bench(["--check"]) == 0
     assert calls == [
         ("baseline-sanity", ["--check"]),
@@ -144,7 +138,7 @@ def test_glossary_bench_runs_the_sanity_study_the_fifteen_then_the_other_studies
     assert cmd_bench(["stacking", "--quick", "--threads", "1"]) == 0
     assert calls == [("stacking", ["--bench", "--quick", "--threads", "1"])]
     calls.clear()
-    results = str(REFERENCE_DIR / "results")  # pruning is ported: its standard run, by entry
+    results = str(REFERENCE_DIR / "results")  # pruning's standard run, by entry
     assert cmd_bench(["pruning", "realshape"]) == 0
     assert calls == [("entry", ["pruning", results]), ("realshape", ["--bench"])]
     calls.clear()
@@ -154,8 +148,7 @@ def test_glossary_bench_runs_the_sanity_study_the_fifteen_then_the_other_studies
     assert cmd_bench(["--out", "stacking"]) == 0  # a folder named stacking, not the study alone
     assert calls == [
         ("baseline-sanity", ["--bench", "--out", "stacking"]),
-        *([("runner", [*old, "--out", "stacking"])] if old else []),  # none left on contract 1
-        *[("entry", [slug, "stacking"]) for slug in ported],
+        *[("entry", [slug, "stacking"]) for slug in slugs()],
         ("stacking", ["--bench", "--out", "stacking"]),
         ("realshape", ["--bench", "--out", "stacking"]),
         # realshape-gpu needs a CUDA device: left out here unless the machine has one

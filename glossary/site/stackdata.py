@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from glossary.resulttext import ResultText
+from glossary.resulttext import ResultText, term_with_method
 from glossary.site.plotdata import finite, span_of
 from glossary.site.results import Result, aims_verdict
 
@@ -124,11 +124,8 @@ def name(text: ResultText, element: str) -> str:
     specific method where it says more ("Método del Acelerador (predicción de pasos)"), so that
     the reader always sees the name of the entry; the study catalog's ``element.<id>`` alone
     for an element without an entry (``torch.compile``)."""
-    method = text.message(f"element.{element}")
     term = text.terms.get(element) if isinstance(text, StudyText) else None
-    if not term or term.casefold() == method.casefold():
-        return term or method
-    return f"{term} ({method})"
+    return term_with_method(term, text.message(f"element.{element}"))
 
 
 def names(text: ResultText, ids: Sequence[str]) -> str:

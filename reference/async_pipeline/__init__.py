@@ -102,8 +102,7 @@ schedules; xDiT (``xfuser``) offers PipeFusion/DistriFusion-style patch parallel
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from reference.lazy import attributes
 
 _EXPORTS: dict[str, str] = {
     "Config": "bench",
@@ -127,11 +126,4 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    """Import lazily: ``import reference.async_pipeline`` does not import torch."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'reference.async_pipeline' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = attributes(__name__, _EXPORTS)

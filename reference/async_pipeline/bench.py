@@ -129,7 +129,7 @@ class Config:
             raise ValueError(
                 f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
             )
-        from reference.harness.cli import launched_rank
+        from reference.harness.machine import launched_rank
 
         launched = launched_rank()  # torchrun: one process per stage
         if launched is not None and launched[1] != 2:
@@ -304,7 +304,7 @@ def demo(cfg: Config, out: Path) -> None:
     """A short sweep: the split, a table per batch size and the speedup figure; under
     ``torchrun``, this process is one stage ([`launch`][reference.async_pipeline.launch]) and only
     rank 0 prints."""
-    from reference.harness.cli import launched_rank
+    from reference.harness.machine import launched_rank
 
     if launched_rank() is not None:
         return _launched_demo(cfg, out)

@@ -1,13 +1,6 @@
-"""``python -m reference.baseline_sanity``: run the study on the technique command line
-(`reference.harness.studyentry`), or check its committed result (``--check``,
-`reference.harness.study`)."""
+"""``python -m reference.baseline_sanity``: the study on the technique command line, or
+``--check`` of its committed result (`reference.harness.study`)."""
 
-import sys
+from reference.harness.launch import study
 
-from reference.harness.study import STUDIES, main
-from reference.harness.studyentry import run
-
-STUDY = next(s for s in STUDIES if s.slug == "baseline-sanity")
-
-if __name__ == "__main__":
-    raise SystemExit(main(STUDY) if "--check" in sys.argv[1:] else run(STUDY))
+study(__package__)

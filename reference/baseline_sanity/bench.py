@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reference.harness.entry import SEED_MAX, integer, integers, seeds
+from reference.harness.bounds import check_seeds
+from reference.harness.entry import integer, integers, seeds
 from reference.harness.results import (
     Aim,
     Measurement,
@@ -81,10 +82,7 @@ class Config:
 
     def validate(self) -> None:
         """One-line ``ValueError`` for a size, a seed or a step list the study cannot use."""
-        if len(self.seeds) < 2 or len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds must be at least two distinct seeds, got {self.seeds}")
-        if any(not 0 <= s <= SEED_MAX for s in self.seeds):
-            raise ValueError(f"seeds must be in 0..{SEED_MAX}, got {self.seeds}")
+        check_seeds(self.seeds)
         if not 8 <= self.n <= MAX_N:
             raise ValueError(f"n must be in 8..{MAX_N}, got {self.n}")
         for name in ("steps", "old_steps"):
@@ -272,12 +270,9 @@ def benchmark(cfg: Config) -> Measurement:
 
 def measure(cfg: Config, staging: Path) -> Outcome:
     """The result's body (no figures): `benchmark` in the schema the command line writes."""
-    from reference.harness.compare import Outcome
-    from reference.harness.entry import BODY_KEYS
-    from reference.harness.results import BenchmarkResult
+    from reference.harness.compare import Outcome, body_of
 
-    body = BenchmarkResult("", "", False, False, {}, benchmark(cfg), {}).to_dict()
-    return Outcome({k: body[k] for k in BODY_KEYS}, [])
+    return Outcome(body_of(benchmark(cfg)), [])
 
 
 def demo(cfg: Config, out: Path) -> None:

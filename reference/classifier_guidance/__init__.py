@@ -67,14 +67,36 @@ The package
 Run ``python -m reference.classifier_guidance`` for a demonstration, ``--bench`` for the benchmark.
 """
 
-from .guidance import (
-    ClassifierGuidanceConfig,
-    apply_classifier_guidance,
-    classifier_guided_eps_fn,
-    finite_difference_grad,
-    log_prob_grad,
-)
-from .study import Models, Study, first_reaching, matched_steps, measure, pick_scale
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .guidance import (
+        ClassifierGuidanceConfig,
+        apply_classifier_guidance,
+        classifier_guided_eps_fn,
+        finite_difference_grad,
+        log_prob_grad,
+    )
+    from .study import Models, Study, first_reaching, matched_steps, measure, pick_scale
+
+_EXPORTS = {
+    "ClassifierGuidanceConfig": "guidance",
+    "apply_classifier_guidance": "guidance",
+    "classifier_guided_eps_fn": "guidance",
+    "finite_difference_grad": "guidance",
+    "log_prob_grad": "guidance",
+    "Models": "study",
+    "Study": "study",
+    "first_reaching": "study",
+    "matched_steps": "study",
+    "measure": "study",
+    "pick_scale": "study",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "ClassifierGuidanceConfig",
@@ -89,3 +111,5 @@ __all__ = [
     "measure",
     "pick_scale",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

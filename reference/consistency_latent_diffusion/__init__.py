@@ -94,24 +94,52 @@ spec ``consistency_latent``) and
 
 from __future__ import annotations
 
-from .core import (
-    MAX_TIMESTEP,
-    ORIGINAL_STEPS,
-    SIGMA_DATA,
-    TIMESTEP_SCALING,
-    boundary_scalings,
-    consistency_distillation_loss,
-    consistency_fn,
-    consistency_sample,
-    ddim_solver_step,
-    ema_update,
-    pseudo_huber,
-    sampling_timesteps,
-    skipping_timesteps,
-)
-from .model import load_consistency_model
-from .schedulers import dpm_solver, lcm_scheduler, with_timesteps
-from .train import ZOO_NAME, ZOO_SPECS
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .core import (
+        MAX_TIMESTEP,
+        ORIGINAL_STEPS,
+        SIGMA_DATA,
+        TIMESTEP_SCALING,
+        boundary_scalings,
+        consistency_distillation_loss,
+        consistency_fn,
+        consistency_sample,
+        ddim_solver_step,
+        ema_update,
+        pseudo_huber,
+        sampling_timesteps,
+        skipping_timesteps,
+    )
+    from .model import load_consistency_model
+    from .schedulers import dpm_solver, lcm_scheduler, with_timesteps
+    from .train import ZOO_NAME, ZOO_SPECS
+
+_EXPORTS = {
+    "MAX_TIMESTEP": "core",
+    "ORIGINAL_STEPS": "core",
+    "SIGMA_DATA": "core",
+    "TIMESTEP_SCALING": "core",
+    "boundary_scalings": "core",
+    "consistency_distillation_loss": "core",
+    "consistency_fn": "core",
+    "consistency_sample": "core",
+    "ddim_solver_step": "core",
+    "ema_update": "core",
+    "pseudo_huber": "core",
+    "sampling_timesteps": "core",
+    "skipping_timesteps": "core",
+    "load_consistency_model": "model",
+    "dpm_solver": "schedulers",
+    "lcm_scheduler": "schedulers",
+    "with_timesteps": "schedulers",
+    "ZOO_NAME": "train",
+    "ZOO_SPECS": "train",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "MAX_TIMESTEP",
@@ -134,3 +162,5 @@ __all__ = [
     "skipping_timesteps",
     "with_timesteps",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

@@ -1,6 +1,5 @@
-"""``python -m reference.consistency_latent_diffusion``: the shared technique command line
-(``--help``)."""
+"""``python -m reference.consistency_latent_diffusion``: the shared technique command line."""
 
-from reference.harness.entry import main
+from reference.harness.launch import technique
 
-main(__package__)
+technique(__package__)

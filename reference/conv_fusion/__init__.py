@@ -90,36 +90,69 @@ options):
 
 from __future__ import annotations
 
-from .denoiser import (
-    ToyBNDenoiser,
-    TrafficEstimate,
-    batchnorm_pass,
-    calibrate_batchnorm,
-    make_toy_denoiser,
-    traffic_estimate,
-)
-from .fold import (
-    TOLERANCE,
-    ConvReLU,
-    FusionConfig,
-    FusionReport,
-    apply_conv_fusion,
-    conv_bn_relu_groups,
-    fold_bn_weights,
-    fold_conv_bn,
-    fuse_conv_bn_relu,
-    fuse_with_torch_ao,
-    max_abs_diff,
-)
-from .groupnorm import (
-    FrozenGroupNorm,
-    GroupNormFoldError,
-    fold_attention_norm_affine,
-    freeze_groupnorms,
-    frozen_groupnorm,
-    fuse_unet_attention,
-    groupnorm_fold_error,
-)
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .denoiser import (
+        ToyBNDenoiser,
+        TrafficEstimate,
+        batchnorm_pass,
+        calibrate_batchnorm,
+        make_toy_denoiser,
+        traffic_estimate,
+    )
+    from .fold import (
+        TOLERANCE,
+        ConvReLU,
+        FusionConfig,
+        FusionReport,
+        apply_conv_fusion,
+        conv_bn_relu_groups,
+        fold_bn_weights,
+        fold_conv_bn,
+        fuse_conv_bn_relu,
+        fuse_with_torch_ao,
+        max_abs_diff,
+    )
+    from .groupnorm import (
+        FrozenGroupNorm,
+        GroupNormFoldError,
+        fold_attention_norm_affine,
+        freeze_groupnorms,
+        frozen_groupnorm,
+        fuse_unet_attention,
+        groupnorm_fold_error,
+    )
+
+_EXPORTS = {
+    "ToyBNDenoiser": "denoiser",
+    "TrafficEstimate": "denoiser",
+    "batchnorm_pass": "denoiser",
+    "calibrate_batchnorm": "denoiser",
+    "make_toy_denoiser": "denoiser",
+    "traffic_estimate": "denoiser",
+    "TOLERANCE": "fold",
+    "ConvReLU": "fold",
+    "FusionConfig": "fold",
+    "FusionReport": "fold",
+    "apply_conv_fusion": "fold",
+    "conv_bn_relu_groups": "fold",
+    "fold_bn_weights": "fold",
+    "fold_conv_bn": "fold",
+    "fuse_conv_bn_relu": "fold",
+    "fuse_with_torch_ao": "fold",
+    "max_abs_diff": "fold",
+    "FrozenGroupNorm": "groupnorm",
+    "GroupNormFoldError": "groupnorm",
+    "fold_attention_norm_affine": "groupnorm",
+    "freeze_groupnorms": "groupnorm",
+    "frozen_groupnorm": "groupnorm",
+    "fuse_unet_attention": "groupnorm",
+    "groupnorm_fold_error": "groupnorm",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "TOLERANCE",
@@ -147,3 +180,5 @@ __all__ = [
     "max_abs_diff",
     "traffic_estimate",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

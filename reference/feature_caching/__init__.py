@@ -90,28 +90,57 @@ Pitfalls
   rows.
 """
 
-from .conditioning import (
-    ConditionEmbeddingCache,
-    CrossAttentionToy,
-    KVCache,
-    condition_embedding,
-    cross_attention_kv,
-    cross_attention_with_kv,
-)
-from .deepcache import (
-    DeepCacheEps,
-    UNetPass,
-    check_supported,
-    flop_speedup_estimate,
-    full_steps,
-    matched_ddim_steps,
-    relative_cost,
-    schedule_speedup_limit,
-    shallow_forward,
-    skipped_flop_fraction,
-    speedup_limit,
-    unet_forward,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .conditioning import (
+        ConditionEmbeddingCache,
+        CrossAttentionToy,
+        KVCache,
+        condition_embedding,
+        cross_attention_kv,
+        cross_attention_with_kv,
+    )
+    from .deepcache import (
+        DeepCacheEps,
+        UNetPass,
+        check_supported,
+        flop_speedup_estimate,
+        full_steps,
+        matched_ddim_steps,
+        relative_cost,
+        schedule_speedup_limit,
+        shallow_forward,
+        skipped_flop_fraction,
+        speedup_limit,
+        unet_forward,
+    )
+
+_EXPORTS = {
+    "ConditionEmbeddingCache": "conditioning",
+    "CrossAttentionToy": "conditioning",
+    "KVCache": "conditioning",
+    "condition_embedding": "conditioning",
+    "cross_attention_kv": "conditioning",
+    "cross_attention_with_kv": "conditioning",
+    "DeepCacheEps": "deepcache",
+    "UNetPass": "deepcache",
+    "check_supported": "deepcache",
+    "flop_speedup_estimate": "deepcache",
+    "full_steps": "deepcache",
+    "matched_ddim_steps": "deepcache",
+    "relative_cost": "deepcache",
+    "schedule_speedup_limit": "deepcache",
+    "shallow_forward": "deepcache",
+    "skipped_flop_fraction": "deepcache",
+    "speedup_limit": "deepcache",
+    "unet_forward": "deepcache",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "ConditionEmbeddingCache",
@@ -133,3 +162,5 @@ __all__ = [
     "speedup_limit",
     "unet_forward",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

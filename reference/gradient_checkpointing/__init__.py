@@ -103,25 +103,53 @@ training scripts); ``torch.distributed.algorithms._checkpoint.checkpoint_wrapper
 
 from __future__ import annotations
 
-from .api import (
-    POLICIES,
-    CheckpointConfig,
-    apply_gradient_checkpointing,
-    remove_gradient_checkpointing,
-    stage_segments,
-)
-from .measure import chain_point, measure_policy, prepare, training_batch
-from .memory import ActivationMeter, peak_activation_bytes
-from .policies import (
-    chain_loss,
-    checkpoint_modules,
-    even_segments,
-    make_chain,
-    remove_module_checkpoints,
-    sqrt_segments,
-    staged_forward,
-    unet_stages,
-)
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .api import (
+        POLICIES,
+        CheckpointConfig,
+        apply_gradient_checkpointing,
+        remove_gradient_checkpointing,
+        stage_segments,
+    )
+    from .measure import chain_point, measure_policy, prepare, training_batch
+    from .memory import ActivationMeter, peak_activation_bytes
+    from .policies import (
+        chain_loss,
+        checkpoint_modules,
+        even_segments,
+        make_chain,
+        remove_module_checkpoints,
+        sqrt_segments,
+        staged_forward,
+        unet_stages,
+    )
+
+_EXPORTS = {
+    "POLICIES": "api",
+    "CheckpointConfig": "api",
+    "apply_gradient_checkpointing": "api",
+    "remove_gradient_checkpointing": "api",
+    "stage_segments": "api",
+    "chain_point": "measure",
+    "measure_policy": "measure",
+    "prepare": "measure",
+    "training_batch": "measure",
+    "ActivationMeter": "memory",
+    "peak_activation_bytes": "memory",
+    "chain_loss": "policies",
+    "checkpoint_modules": "policies",
+    "even_segments": "policies",
+    "make_chain": "policies",
+    "remove_module_checkpoints": "policies",
+    "sqrt_segments": "policies",
+    "staged_forward": "policies",
+    "unet_stages": "policies",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "POLICIES",
@@ -144,3 +172,5 @@ __all__ = [
     "training_batch",
     "unet_stages",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

@@ -1,5 +1,5 @@
-"""``python -m reference.gradient_checkpointing``: the shared command line (``--help``)."""
+"""``python -m reference.gradient_checkpointing``: the shared technique command line."""
 
-from reference.harness.entry import main
+from reference.harness.launch import technique
 
-main(__package__)
+technique(__package__)

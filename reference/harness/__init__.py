@@ -31,9 +31,10 @@ Writing a technique
 A technique is the package ``reference/<slug with underscores>/`` registered in
 `reference.registry`: ``__init__.py`` (the teaching docstring and the public API), the
 technique in files of at most ~300 lines, ``bench.py`` (the contract of
-`reference.harness.cli`: ``Config``, ``FULL``, ``QUICK``, ``OPTIONS``, ``benchmark(cfg, out)``
-and ``demo(cfg, out)``), ``locale/<lang>/LC_MESSAGES/<slug>.po`` (the words of its results, in
-es, ru and en) and the two-line ``__main__.py``. ``benchmark`` returns a ``Measurement``.
+`reference.harness.entry`: ``CONTRACT = 2``, ``Config``, ``FULL``, ``QUICK``, ``OPTIONS``,
+``measure(cfg, staging)`` and ``demo(cfg, out)``), ``locale/<lang>/LC_MESSAGES/<slug>.po`` (the
+words of its results, in es, ru and en) and the two-line ``__main__.py``
+(`reference.harness.launch`). ``measure`` returns the declared comparison's outcome.
 
 The measurement rules every benchmark follows:
 
@@ -167,13 +168,9 @@ _EXPORTS: dict[str, str] = {
     "validate_result": "schema",
     # provenance
     "check_results": "provenance",
-    # command line
-    "Option": "cli",
-    "at_least": "cli",
-    "check_seeds": "cli",
-    "float_tuple": "cli",
-    "int_tuple": "cli",
-    "name_tuple": "cli",
+    # bounds of a Config
+    "at_least": "bounds",
+    "check_seeds": "bounds",
     # plots
     "bar_chart": "plots",
     "curve_plot": "plots",

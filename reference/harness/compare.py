@@ -505,8 +505,7 @@ def outcome(
         notes=list(notes),
         figures=list(figures),
     )
-    envelope = BenchmarkResult("", "", False, False, {}, measurement, {})
-    body = {k: v for k, v in envelope.to_dict().items() if k not in ENVELOPE}
+    body = body_of(measurement)
     for name, spec in body["metrics"].items():
         bounds = next((b for x in measured if (b := x.comparison.range_of(name))), None)
         if bounds is not None:
@@ -515,6 +514,13 @@ def outcome(
     for x in measured:
         _keep_rounds(x, by_id)
     return Outcome(body, [f.file for f in figures])
+
+
+def body_of(measurement: Measurement) -> dict[str, Any]:
+    """The result's body of ``measurement``: every key of the schema but the `ENVELOPE` that
+    the command line adds (a study that builds its `Measurement` itself returns this)."""
+    envelope = BenchmarkResult("", "", False, False, {}, measurement, {})
+    return {k: v for k, v in envelope.to_dict().items() if k not in ENVELOPE}
 
 
 def _keep_rounds(m: Measured, rows: Mapping[str, dict[str, Any]]) -> None:

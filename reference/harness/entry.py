@@ -1,8 +1,10 @@
-"""The command line of ported benchmarks: every option checked before any work, nothing
+"""The command line of every benchmark and study: every option checked before any work, nothing
 half-written, and an installed package that writes where its user is.
 
-A ported technique's ``__main__.py`` is ``from reference.harness.entry import main;
-main(__package__)``, and its ``bench.py`` declares ``CONTRACT = 2`` and
+A technique's ``__main__.py`` is ``from reference.harness.launch import technique;
+technique(__package__)`` (which loads this module inside its Ctrl-C guard and calls `run`), a
+study's is the same with ``study`` (`reference.harness.study`), and the ``bench.py`` of either
+declares ``CONTRACT = 2`` and
 
 ``Config``
     a frozen dataclass of the run's sizes, with ``validate()`` raising ``ValueError``;
@@ -105,11 +107,12 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any, NoReturn
 
+from .bounds import SEED_MAX  # the largest seed every generator accepts, (1)
+from .machine import UsageError
+
 CONTRACT = 2
 """The ``CONTRACT`` a ``bench.py`` declares to use this command line."""
 SCHEMA_VERSION = 4
-SEED_MAX = 2**32 - 1
-"""The largest seed every generator accepts, (1)."""
 MAX_DIGITS = 30
 MAX_ITEMS = 64
 """The most values one list option takes."""
@@ -368,10 +371,6 @@ def compile_backend(name: str = "compile_backend") -> Option:
 # --- the technique and its contract -----------------------------------------------------------
 
 
-class UsageError(ValueError):
-    """A bad argument: one line, exit status 2, before any work."""
-
-
 @dataclass(frozen=True)
 class Target:
     """The technique a command runs: its slug, its package, and the registry's record of it
@@ -383,10 +382,11 @@ class Target:
 
 
 def target_of(package: str) -> Target | None:
-    """The registered technique whose package is ``package`` (``None`` if there is none)."""
-    from reference.registry import by_package
+    """The registered technique, or the study (`reference.registry.STUDIES`), whose
+    package is ``package`` (``None`` if there is none)."""
+    from reference.registry import by_package, study_by_package
 
-    technique = by_package(package)
+    technique = by_package(package) or study_by_package(package)
     return None if technique is None else Target(technique.slug, technique.package, technique)
 
 
@@ -495,8 +495,9 @@ class Plan:
 
 def _outputs(target: Target, run_bench: bool, quick: bool, standard: bool) -> tuple[Path, Path]:
     """The default output folder and the lock of a run."""
-    from reference.harness.cli import ARTIFACTS, LOCK_PATH
     from reference.registry import REFERENCE_DIR
+
+    from .machine import ARTIFACTS, LOCK_PATH
 
     if installed():
         out = Path.cwd() / "artifacts" / target.slug
@@ -520,7 +521,7 @@ def plan(
 ) -> Plan:
     """Check every argument (cheap checks, then late ones) and decide the outputs; raises
     `UsageError`. Nothing is created or loaded."""
-    from reference.harness.cli import DEFAULT_THREADS, launched_rank, max_load
+    from .machine import DEFAULT_THREADS, launched_rank, max_load
 
     if threads is not None:
         try:
@@ -657,7 +658,7 @@ def command_of(p: Plan) -> str:
 
 
 def _default_threads() -> int:
-    from reference.harness.cli import DEFAULT_THREADS
+    from .machine import DEFAULT_THREADS
 
     return DEFAULT_THREADS
 
@@ -726,7 +727,8 @@ def run_bench(p: Plan) -> tuple[dict[str, Any], Path]:
     return ``(result, path)``. An interruption or a failure leaves the previous result and
     figures as they were, and no staging folder."""
     from glossary.safewrite import atomic_write_text
-    from reference.harness.cli import BusyMachine, wait_until_idle
+
+    from .machine import BusyMachine, wait_until_idle
 
     p.out.mkdir(parents=True, exist_ok=True)
     lock = hold_lock(p.lock) if p.lock is not None else nullcontext()
@@ -752,7 +754,7 @@ def run_bench(p: Plan) -> tuple[dict[str, Any], Path]:
 def prepare_standard(
     slug: str, *, quick: bool = False, threads: int | None = None, out: Path | None = None
 ) -> Plan:
-    """The checked plan of ``glossary bench <slug>`` for a ported benchmark (`UsageError`)."""
+    """The checked plan of ``glossary bench <slug>`` (`UsageError`)."""
     target = target_by_slug(slug)
     bench = load_bench(target)
     return plan(target, bench, run_bench=True, quick=quick, threads=threads, out=out, overrides={})
@@ -761,7 +763,7 @@ def prepare_standard(
 def run_standard(
     slug: str, *, quick: bool = False, threads: int | None = None, out: Path | None = None
 ) -> tuple[dict[str, Any], Path]:
-    """``glossary bench <slug>``'s run of a ported benchmark: `prepare_standard`, then
+    """``glossary bench <slug>``'s run of a benchmark: `prepare_standard`, then
     `run_bench`."""
     return run_bench(prepare_standard(slug, quick=quick, threads=threads, out=out))
 
@@ -803,7 +805,7 @@ def _help_text(slug: str) -> Any:
 
 def build_parser(target: Target, bench: ModuleType) -> argparse.ArgumentParser:
     """The parser of ``python -m <package>``: the common flags, then the bench's options."""
-    from reference.harness.cli import DEFAULT_THREADS
+    from .machine import DEFAULT_THREADS
 
     text = _help_text(target.slug)
     p = _Parser(
@@ -828,8 +830,8 @@ def build_parser(target: Target, bench: ModuleType) -> argparse.ArgumentParser:
     return p
 
 
-def _run(package: str, argv: Sequence[str]) -> int:
-    target = target_of(package)
+def _run(package: str | Target, argv: Sequence[str]) -> int:
+    target = package if isinstance(package, Target) else target_of(package)
     if target is None:
         raise UsageError(f"{package} is not a registered technique (reference/registry.py)")
     bench = load_bench(target)
@@ -857,7 +859,7 @@ def _say(prog: str, message: str, code: int) -> int:
     return code
 
 
-def _quiet_stdout() -> None:
+def quiet_stdout() -> None:
     """Standard output is closed (``| head``): point it at ``/dev/null`` so that the final
     flush at exit cannot fail again."""
     try:
@@ -868,8 +870,8 @@ def _quiet_stdout() -> None:
         pass
 
 
-def _guarded(package: str, argv: Sequence[str]) -> int:
-    prog = f"python -m {package}"
+def _guarded(package: str | Target, argv: Sequence[str]) -> int:
+    prog = f"python -m {package.package if isinstance(package, Target) else package}"
     try:
         code = _run(package, argv)
         sys.stdout.flush()
@@ -883,13 +885,13 @@ def _guarded(package: str, argv: Sequence[str]) -> int:
     except UsageError as exc:
         return _say(prog, "error: " + one_line(str(exc)), EXIT_USAGE)
     except BrokenPipeError:
-        _quiet_stdout()
+        quiet_stdout()
         return 0
     except SystemExit as exc:  # --help
         try:
             sys.stdout.flush()
         except BrokenPipeError:
-            _quiet_stdout()
+            quiet_stdout()
         return exc.code if isinstance(exc.code, int) else 0
     except Exception as exc:
         if "--traceback" in argv:
@@ -898,11 +900,12 @@ def _guarded(package: str, argv: Sequence[str]) -> int:
         return _say(prog, f"error: {type(exc).__name__}: {one_line(first)}", EXIT_FAILURE)
 
 
-def main(package: str, argv: Sequence[str] | None = None) -> NoReturn:
-    """Entry point of ``python -m reference.<package>`` for a bench of contract 2."""
+def run(package: str | Target, argv: Sequence[str] | None = None) -> int:
+    """Run the command line of ``package`` (a technique's or a study's package, or its
+    `Target`) on ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     previous = install_signals()
     try:
-        from reference.harness.cli import quiet_threads
+        from .machine import quiet_threads
 
         quiet_threads()
         code = _guarded(package, list(sys.argv[1:] if argv is None else argv))
@@ -911,4 +914,9 @@ def main(package: str, argv: Sequence[str] | None = None) -> NoReturn:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)  # type: ignore[arg-type]
-    raise SystemExit(code)
+    return code
+
+
+def main(package: str, argv: Sequence[str] | None = None) -> NoReturn:
+    """Entry point of ``python -m reference.<package>``: `run`, then exit with its code."""
+    raise SystemExit(run(package, argv))

@@ -1,28 +1,26 @@
-"""The command line of a study: a measured comparison that is not a glossary technique.
+"""The studies: measured comparisons that are not glossary techniques.
 
-A study (the baseline sanity check, the real-shape timings) has a ``bench`` module with the
-technique contract of `reference.harness.cli` (``Config``, ``FULL``, ``QUICK``, ``OPTIONS``,
-``benchmark``, ``demo``), a result ``reference/results/<slug>.json`` with provenance, and the
-same command line, plus ``--check``. It is not in `reference.registry` (it has no glossary
-entry); `STUDIES` lists them for ``glossary bench``.
+A study (the baseline sanity check, the real-shape timings on a CPU and on an accelerator) has a
+``bench.py`` of the technique contract (``CONTRACT = 2``, see `reference.harness.entry`), a
+result ``reference/results/<slug>.json`` with provenance, and the technique command line, plus
+``--check``. It is not in `reference.registry` (it has no glossary entry); `STUDIES` lists them
+for the command line and for ``glossary bench``.
 
-Usage: ``python -m reference.<study> [--bench] [--quick] [--check] [--threads N] [--out DIR]
-[--<option> VALUE ...]``. Every option is checked before any work; a bad one is refused in one
-line, exit 2.
+Usage: ``python -m reference.<study> [--bench] [--quick] [--threads N] [--out DIR]
+[--<option> VALUE ...]``, or ``python -m reference.<study> --check`` to check the committed
+result only. Every option is checked before any work; a bad one is refused in one line, exit 2.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from reference.registry import Technique
+from reference.registry import STUDIES, Technique
+from reference.registry import study_by_package as by_package
 
-STUDIES = (Technique("baseline-sanity"), Technique("realshape"))
-"""Every study, by slug (the package follows the registry's rule)."""
+__all__ = ["STUDIES", "by_package", "check", "main", "report_check", "run"]
 
 
 def check(study: Technique, results_dir: Path | None = None) -> list[str]:
@@ -32,49 +30,33 @@ def check(study: Technique, results_dir: Path | None = None) -> list[str]:
     return check_one(study, Path(results_dir) if results_dir is not None else RESULTS_DIR)
 
 
+def report_check(study: Technique) -> int:
+    """``--check``: one line per problem of the committed result, then the count; the exit
+    code (1 if any)."""
+    problems = check(study)
+    for line in problems:
+        print(line, file=sys.stderr)
+    print(f"{study.slug}: 1 result checked, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
 def main(study: Technique, argv: Sequence[str] | None = None) -> int:
-    """``python -m reference.<study>``; returns the exit code."""
-    from . import cli
+    """``python -m <study package>``: ``--check`` alone checks the committed result; anything
+    else is the technique command line (`reference.harness.entry.run`). Returns the exit code."""
+    from . import entry
 
-    bench = importlib.import_module(f"{study.package}.bench")
-    prog = f"python -m {study.package}"
-    p = argparse.ArgumentParser(prog=prog, description=(bench.__doc__ or "").splitlines()[0])
-    p.add_argument("--bench", action="store_true", help="measure (default: a quick demo)")
-    p.add_argument("--quick", action="store_true", help="the test configuration")
-    p.add_argument("--check", action="store_true", help="check the committed result only")
-    p.add_argument("--threads", type=int, default=None, metavar="N")
-    p.add_argument("--out", type=cli.out_dir, default=None, metavar="DIR")
-    for opt in bench.OPTIONS:
-        flag = "--" + opt.name.replace("_", "-")
-        p.add_argument(flag, dest=opt.name, type=opt.parse, default=None, metavar=opt.metavar)
-    args = p.parse_args(argv)
-    if args.check:
-        problems = check(study)
-        for line in problems:
-            print(line, file=sys.stderr)
-        print(f"{study.slug}: 1 result checked, {len(problems)} problem(s)")
-        return 1 if problems else 0
-    overrides = {o.name: getattr(args, o.name) for o in bench.OPTIONS}
-    try:
-        plan = cli.plan(
-            study,
-            bench,
-            run_bench=args.bench,
-            quick=args.quick,
-            threads=args.threads,
-            out=args.out,
-            overrides={k: v for k, v in overrides.items() if v is not None},
-        )
-    except cli.UsageError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
-    cli.quiet_threads()
-    if plan.mode == "demo":
-        import torch
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--check"]:
+        return report_check(study)
+    if "--check" in args:
+        print(f"python -m {study.package}: error: --check takes no other option", file=sys.stderr)
+        return entry.EXIT_USAGE
+    return entry.run(entry.Target(study.slug, study.package, study), args)
 
-        torch.set_num_threads(plan.threads)
-        bench.demo(plan.cfg, plan.out)
-        return 0
-    _, path = cli.run_benchmark(plan)
-    print(f"{study.slug}: wrote {path} ({'standard' if plan.standard else 'non-standard'})")
-    return 0
+
+def run(package: str, argv: Sequence[str] | None = None) -> int:
+    """`main` of the study whose package is ``package``."""
+    study = by_package(package)
+    if study is None:
+        raise KeyError(f"{package} is not a study (reference.harness.study.STUDIES)")
+    return main(study, argv)

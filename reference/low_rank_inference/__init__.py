@@ -80,31 +80,62 @@ for the demo, ``--bench`` for the benchmark (``--help`` for options):
 
 from __future__ import annotations
 
-from .factorize import (
-    LowRankConv2d,
-    LowRankLinear,
-    Spectrum,
-    break_even_rank,
-    factorize_layer,
-    input_second_moment,
-    max_rank,
-    output_error_curve,
-    spectrum,
-)
-from .lora import LoRALinear, train_lora_demo
-from .plan import (
-    DIT_TARGETS,
-    FactorizationPlan,
-    LowRankConfig,
-    apply_low_rank,
-    apply_plan,
-    calibrate_second_moments,
-    dit_target_layers,
-    plan_factorization,
-    rank_for_energy,
-    ranks_for_budget,
-    record_inputs,
-)
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .factorize import (
+        LowRankConv2d,
+        LowRankLinear,
+        Spectrum,
+        break_even_rank,
+        factorize_layer,
+        input_second_moment,
+        max_rank,
+        output_error_curve,
+        spectrum,
+    )
+    from .lora import LoRALinear, train_lora_demo
+    from .plan import (
+        DIT_TARGETS,
+        FactorizationPlan,
+        LowRankConfig,
+        apply_low_rank,
+        apply_plan,
+        calibrate_second_moments,
+        dit_target_layers,
+        plan_factorization,
+        rank_for_energy,
+        ranks_for_budget,
+        record_inputs,
+    )
+
+_EXPORTS = {
+    "LowRankConv2d": "factorize",
+    "LowRankLinear": "factorize",
+    "Spectrum": "factorize",
+    "break_even_rank": "factorize",
+    "factorize_layer": "factorize",
+    "input_second_moment": "factorize",
+    "max_rank": "factorize",
+    "output_error_curve": "factorize",
+    "spectrum": "factorize",
+    "LoRALinear": "lora",
+    "train_lora_demo": "lora",
+    "DIT_TARGETS": "plan",
+    "FactorizationPlan": "plan",
+    "LowRankConfig": "plan",
+    "apply_low_rank": "plan",
+    "apply_plan": "plan",
+    "calibrate_second_moments": "plan",
+    "dit_target_layers": "plan",
+    "plan_factorization": "plan",
+    "rank_for_energy": "plan",
+    "ranks_for_budget": "plan",
+    "record_inputs": "plan",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "DIT_TARGETS",
@@ -130,3 +161,5 @@ __all__ = [
     "spectrum",
     "train_lora_demo",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

@@ -60,19 +60,44 @@ Wan 2.2 pipelines with two timestep-expert transformers (``transformer`` / ``tra
 a ``boundary_ratio``).
 """
 
-from .accounting import RoutingRecorder, active_parameters, flops_per_token
-from .denoiser import TinyDiT
-from .layers import (
-    ExpertFFN,
-    MoEFeedForward,
-    Routing,
-    TimestepExpertFeedForward,
-    capacity_mask,
-    expert_capacity,
-    load_balancing_loss,
-    route,
-)
-from .zoo_specs import ZOO_SPECS, load_moe_model
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .accounting import RoutingRecorder, active_parameters, flops_per_token
+    from .denoiser import TinyDiT
+    from .layers import (
+        ExpertFFN,
+        MoEFeedForward,
+        Routing,
+        TimestepExpertFeedForward,
+        capacity_mask,
+        expert_capacity,
+        load_balancing_loss,
+        route,
+    )
+    from .zoo_specs import ZOO_SPECS, load_moe_model
+
+_EXPORTS = {
+    "RoutingRecorder": "accounting",
+    "active_parameters": "accounting",
+    "flops_per_token": "accounting",
+    "TinyDiT": "denoiser",
+    "ExpertFFN": "layers",
+    "MoEFeedForward": "layers",
+    "Routing": "layers",
+    "TimestepExpertFeedForward": "layers",
+    "capacity_mask": "layers",
+    "expert_capacity": "layers",
+    "load_balancing_loss": "layers",
+    "route": "layers",
+    "ZOO_SPECS": "zoo_specs",
+    "load_moe_model": "zoo_specs",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "ZOO_SPECS",
@@ -90,3 +115,5 @@ __all__ = [
     "load_moe_model",
     "route",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

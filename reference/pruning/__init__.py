@@ -94,24 +94,52 @@ benchmark). Run ``python -m reference.pruning`` for the demo, ``--bench`` for th
 
 from __future__ import annotations
 
-from .api import PruningConfig, apply_pruning
-from .structured import (
-    CRITERIA,
-    PruneReport,
-    accumulate_gradients,
-    build_pruned_unet,
-    calibration_batches,
-    count_macs,
-    diffusion_loss,
-    head_dims,
-    importance,
-    prune_unet,
-    pruned_config,
-    rebuild,
-    sync_diffusers_attributes,
-)
-from .unstructured import magnitude_prune, weight_sparsity
-from .zoo_specs import ZOO_SPECS, load_pruned
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .api import PruningConfig, apply_pruning
+    from .structured import (
+        CRITERIA,
+        PruneReport,
+        accumulate_gradients,
+        build_pruned_unet,
+        calibration_batches,
+        count_macs,
+        diffusion_loss,
+        head_dims,
+        importance,
+        prune_unet,
+        pruned_config,
+        rebuild,
+        sync_diffusers_attributes,
+    )
+    from .unstructured import magnitude_prune, weight_sparsity
+    from .zoo_specs import ZOO_SPECS, load_pruned
+
+_EXPORTS = {
+    "PruningConfig": "api",
+    "apply_pruning": "api",
+    "CRITERIA": "structured",
+    "PruneReport": "structured",
+    "accumulate_gradients": "structured",
+    "build_pruned_unet": "structured",
+    "calibration_batches": "structured",
+    "count_macs": "structured",
+    "diffusion_loss": "structured",
+    "head_dims": "structured",
+    "importance": "structured",
+    "prune_unet": "structured",
+    "pruned_config": "structured",
+    "rebuild": "structured",
+    "sync_diffusers_attributes": "structured",
+    "magnitude_prune": "unstructured",
+    "weight_sparsity": "unstructured",
+    "ZOO_SPECS": "zoo_specs",
+    "load_pruned": "zoo_specs",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "CRITERIA",
@@ -134,3 +162,5 @@ __all__ = [
     "sync_diffusers_attributes",
     "weight_sparsity",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

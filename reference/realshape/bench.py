@@ -132,8 +132,8 @@ def measure(cfg: Config, staging: Path) -> Outcome:
     """Every group of ``cfg``'s techniques on every model of ``cfg`` it applies to."""
     from tqdm.auto import tqdm
 
-    from reference.harness.compare import Outcome
-    from reference.harness.results import BenchmarkResult, Measurement
+    from reference.harness.compare import Outcome, body_of
+    from reference.harness.results import Measurement
     from reference.zoo import shapes
 
     from . import timing, variants
@@ -174,12 +174,10 @@ def measure(cfg: Config, staging: Path) -> Outcome:
         + ([note("accelerator", dtype=cfg.dtype)] if cfg.device == "cuda" else []),
         figures=[],
     )
-    body = BenchmarkResult("", "", False, False, {}, measurement, {}).to_dict()
+    body = body_of(measurement)
     for row in body["rows"]:
         row["rounds"] = rounds[row["id"]]
-    from reference.harness.entry import BODY_KEYS
-
-    return Outcome({k: body[k] for k in BODY_KEYS}, [])
+    return Outcome(body, [])
 
 
 def demo(cfg: Config, out: Path) -> None:

@@ -103,8 +103,8 @@ The package
   [`runner`][reference.scheduler_tradeoff.runner]: each sampler on the clipped ODE, DDPM
   ancestrally, diffusers' DDIM as configured;
   [`reference.scheduler_tradeoff.sweep`][reference.scheduler_tradeoff.sweep] -
-  [`sweep`][reference.scheduler_tradeoff.sweep] (every scheduler at every NFE from the same noise,
-  with its distance to the solution);
+  [`sweep`][reference.scheduler_tradeoff.sweep.sweep] (every scheduler at every NFE from the
+  same noise, with its distance to the solution);
   [`reference.scheduler_tradeoff.figures`][reference.scheduler_tradeoff.figures];
   [`reference.scheduler_tradeoff.bench`][reference.scheduler_tradeoff.bench] - the benchmark and
   demo (the technique contract).
@@ -116,26 +116,57 @@ There is no ``apply_...`` function: a scheduler *is* the public shape (any objec
 Run ``python -m reference.scheduler_tradeoff`` for a demonstration, ``--bench`` for the benchmark.
 """
 
-from .samplers import ODE_SAMPLERS, mode_of, runner
-from .schedulers import (
-    LABELS,
-    SCHEDULERS,
-    TIMESTEP_SPACING,
-    make_scheduler,
-    model_calls_per_step,
-    solver_settings,
-)
-from .solvers import (
-    MINIMAL,
-    MinimalDDIM,
-    MinimalDPMSolverPP2M,
-    MinimalScheduler,
-    StepOutput,
-    make_minimal,
-    max_step_difference,
-    trailing_timesteps,
-)
-from .sweep import Point, curves, nfe_to_match, sweep
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .samplers import ODE_SAMPLERS, mode_of, runner
+    from .schedulers import (
+        LABELS,
+        SCHEDULERS,
+        TIMESTEP_SPACING,
+        make_scheduler,
+        model_calls_per_step,
+        solver_settings,
+    )
+    from .solvers import (
+        MINIMAL,
+        MinimalDDIM,
+        MinimalDPMSolverPP2M,
+        MinimalScheduler,
+        StepOutput,
+        make_minimal,
+        max_step_difference,
+        trailing_timesteps,
+    )
+    from .sweep import Point, curves, nfe_to_match
+
+_EXPORTS = {
+    "ODE_SAMPLERS": "samplers",
+    "mode_of": "samplers",
+    "runner": "samplers",
+    "LABELS": "schedulers",
+    "SCHEDULERS": "schedulers",
+    "TIMESTEP_SPACING": "schedulers",
+    "make_scheduler": "schedulers",
+    "model_calls_per_step": "schedulers",
+    "solver_settings": "schedulers",
+    "MINIMAL": "solvers",
+    "MinimalDDIM": "solvers",
+    "MinimalDPMSolverPP2M": "solvers",
+    "MinimalScheduler": "solvers",
+    "StepOutput": "solvers",
+    "make_minimal": "solvers",
+    "max_step_difference": "solvers",
+    "trailing_timesteps": "solvers",
+    "Point": "sweep",
+    "curves": "sweep",
+    "nfe_to_match": "sweep",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "LABELS",
@@ -157,6 +188,7 @@ __all__ = [
     "nfe_to_match",
     "runner",
     "solver_settings",
-    "sweep",
     "trailing_timesteps",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

@@ -69,8 +69,7 @@ Usage
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from reference.lazy import attributes
 
 _EXPORTS: dict[str, str] = {
     "ELEMENTS": "elements",
@@ -92,13 +91,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'reference.stacking' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = attributes(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -1,16 +1,6 @@
-"""``python -m reference.stacking`` (`reference.stacking.cli.main`).
+"""``python -m reference.stacking``: a reading command, or the study on the technique command line
+(`reference.stacking.cli.main`)."""
 
-A SIGINT while the command line's modules load ends in one line and exit 130, like one during a
-run (the run's own signal handlers are installed only once those modules have loaded)."""
+from reference.harness.launch import start
 
-import sys
-
-try:
-    from reference.stacking.cli import main
-
-    code = main()
-except KeyboardInterrupt:
-    print("python -m reference.stacking: interrupted", file=sys.stderr)
-    code = 130
-
-raise SystemExit(code)
+start(__package__, "reference.stacking.cli", "main")

@@ -1,5 +1,5 @@
 """Benchmark and demo of `reference.stacking`, on the technique command line
-(`reference.harness.entry`, through `reference.harness.studyentry`): every option is checked
+(`reference.harness.entry`, with the study as its target): every option is checked
 before any work, the run stages into a folder named by its process and is sealed and written
 atomically.
 
@@ -32,9 +32,7 @@ def _bar(iterable: Any, **kw: Any) -> Any:
 def measure(cfg: Config, staging: Path) -> Any:
     """Run the study (`reference.stacking.study.run_study`) and return the result's body (an
     `Outcome`; the study draws no figure files: the site draws its charts from the result)."""
-    from reference.harness.compare import Outcome
-    from reference.harness.entry import BODY_KEYS
-    from reference.harness.results import BenchmarkResult
+    from reference.harness.compare import Outcome, body_of
 
     from .measurement import measurement
     from .study import run_study
@@ -42,8 +40,7 @@ def measure(cfg: Config, staging: Path) -> Any:
     start = time.monotonic()
     study = run_study(cfg, _bar)
     found = measurement(study, wall_s=time.monotonic() - start)
-    body = BenchmarkResult("", "", False, False, {}, found, {}).to_dict()
-    return Outcome({k: body[k] for k in BODY_KEYS}, [])
+    return Outcome(body_of(found), [])
 
 
 def demo(cfg: Config, out: Path) -> None:

@@ -1,7 +1,7 @@
 """``python -m reference.stacking``: the technique command line, plus three reading commands.
 
-The study runs on the technique command line (`reference.harness.studyentry` gives
-`reference.harness.entry` the study as its target): its options are bounded and checked before
+The study runs on the technique command line (`reference.harness.entry.run`, with the study
+as its target): its options are bounded and checked before
 any work, unknown or abbreviated flags are refused, errors are one line (exit 2 for usage, 1 for
 a failure, 130 and 143 for SIGINT and SIGTERM), the run stages into a folder named by its
 process that every ending removes, and the result is sealed and written atomically; installed
@@ -39,8 +39,19 @@ def print_matrix() -> None:
         print(f"{mark} {a} / {b}{why}")
 
 
-def names(members: Sequence[str], text: Any) -> str:
-    return " + ".join(text.message(f"element.{m}") for m in members)
+def names(members: Sequence[str], text: Any, slugs: dict[str, str] | None = None) -> str:
+    """The display names of ``members`` joined by `` + ``: each element's glossary term in the
+    reader's language, with the study's name of the method after it where it says more (as on
+    the site); the study's name alone for an element without an entry (``slugs`` maps an
+    element to its entry's slug)."""
+    from glossary.resulttext import entry_term, term_with_method
+
+    def one(m: str) -> str:
+        slug = (slugs or {}).get(m)
+        term = entry_term(slug, text.lang) if slug else None
+        return term_with_method(term, text.message(f"element.{m}"))
+
+    return " + ".join(one(m) for m in members)
 
 
 def summary(result: dict[str, Any]) -> None:
@@ -48,16 +59,20 @@ def summary(result: dict[str, Any]) -> None:
     within each budget and the wall time."""
     from collections import Counter
 
+    from glossary.resulttext import format_number
+
     data = result
     text = _text()
     rows = {r["id"]: r for r in data["rows"]}
     s = data["settings"]
+    slugs = dict(zip(s.get("elements", []), s.get("element_slugs", []), strict=False))
 
     def shown(r: dict[str, Any], key: str) -> str:
         v, ci = r["values"].get(key), r.get("intervals", {}).get(key)
         if v is None:
             return "—"
-        return f"{v:.3g}" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
+        fmt = lambda x: format_number(x, text.lang)  # noqa: E731 (the reader's decimal mark)
+        return fmt(v) + (f" [{fmt(ci[0])}; {fmt(ci[1])}]" if ci else "")
 
     controls = Counter(a["state"] for a in data["aims"] if a["id"] == "beats-control")
     counts = {state: controls[state] for state in ("met", "missed", "inconclusive")}
@@ -66,7 +81,7 @@ def summary(result: dict[str, Any]) -> None:
     for i, k in enumerate(s["greedy"], 1):
         r = rows[k]
         print(
-            f"  {i}. {names(r['config']['members'], text)}: {shown(r, 'speedup')}x, "
+            f"  {i}. {names(r['config']['members'], text, slugs)}: {shown(r, 'speedup')}x, "
             f"FDD x{shown(r, 'fd_ratio')}, I {shown(r, 'interaction')}"
         )
     for budget in s["budgets"]:
@@ -85,7 +100,7 @@ def summary(result: dict[str, Any]) -> None:
                 "cli.fastest-within",
                 {
                     "budget": budget,
-                    "members": names(best["config"]["members"], text),
+                    "members": names(best["config"]["members"], text, slugs),
                     "speedup": best["values"]["speedup"],
                     "lo": lo,
                     "hi": hi,
@@ -149,22 +164,22 @@ def _fail(message: str, code: int) -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m reference.stacking``: a reading command, or the study on the technique
     command line; returns the exit code."""
-    from reference.harness.studyentry import run
+    from reference.harness import entry
 
     from .provenance import STACKING
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not any(a in READERS for a in args):
-        return run(STACKING, args)
+        return entry.run(entry.Target(STACKING.slug, STACKING.package, STACKING), args)
     try:
         code = read(args)
         sys.stdout.flush()
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
     except BrokenPipeError:  # ``--list | head``: the reader has gone, which is not an error
-        from reference.harness.entry import _quiet_stdout
+        from reference.harness.entry import quiet_stdout
 
-        _quiet_stdout()
+        quiet_stdout()
         return 0
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reference.harness.cli import at_least, check_seeds
+from reference.harness.bounds import at_least, check_seeds
 from reference.harness.entry import (
     compile_backend,
     integer,

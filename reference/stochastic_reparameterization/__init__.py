@@ -110,22 +110,43 @@ scripts' ``--snr_gamma`` option (Min-SNR loss weighting). The improved-DDPM code
 
 from __future__ import annotations
 
-from .objectives import (
-    PARAMETERIZATIONS,
-    EDMPreconditioning,
-    NoiseSchedule,
-    Parameterization,
-    sigma_data_of,
-)
-from .samplers import (
-    LossSecondMomentHistory,
-    Sampling,
-    TimestepProposal,
-    draw,
-    edm_proposal,
-    low_discrepancy_uniforms,
-    uniform_proposal,
-)
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .objectives import (
+        PARAMETERIZATIONS,
+        EDMPreconditioning,
+        NoiseSchedule,
+        Parameterization,
+        sigma_data_of,
+    )
+    from .samplers import (
+        LossSecondMomentHistory,
+        Sampling,
+        TimestepProposal,
+        draw,
+        edm_proposal,
+        low_discrepancy_uniforms,
+        uniform_proposal,
+    )
+
+_EXPORTS = {
+    "PARAMETERIZATIONS": "objectives",
+    "EDMPreconditioning": "objectives",
+    "NoiseSchedule": "objectives",
+    "Parameterization": "objectives",
+    "sigma_data_of": "objectives",
+    "LossSecondMomentHistory": "samplers",
+    "Sampling": "samplers",
+    "TimestepProposal": "samplers",
+    "draw": "samplers",
+    "edm_proposal": "samplers",
+    "low_discrepancy_uniforms": "samplers",
+    "uniform_proposal": "samplers",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "PARAMETERIZATIONS",
@@ -141,3 +162,5 @@ __all__ = [
     "sigma_data_of",
     "uniform_proposal",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

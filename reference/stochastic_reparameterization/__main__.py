@@ -1,5 +1,5 @@
-"""``python -m reference.stochastic_reparameterization``: the shared technique CLI (``--help``)."""
+"""``python -m reference.stochastic_reparameterization``: the shared technique command line."""
 
-from reference.harness.entry import main
+from reference.harness.launch import technique
 
-main(__package__)
+technique(__package__)

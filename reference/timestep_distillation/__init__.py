@@ -98,24 +98,51 @@ benchmark, demo). Run it with ``python -m reference.timestep_distillation`` (dem
 
 from __future__ import annotations
 
-from .core import (
-    BASE_STEPS,
-    TERMINAL,
-    GridDDIMScheduler,
-    TwoStepResult,
-    alpha_sigma,
-    ddim_update,
-    distillation_loss,
-    eps_to_x0,
-    next_timestep,
-    student_x_hat,
-    timestep_grid,
-    truncated_snr_weight,
-    two_ddim_steps,
-    x_target,
-)
-from .students import load_student
-from .train import PLAN, ZOO_SPECS, init_student
+from typing import TYPE_CHECKING
+
+from reference.lazy import attributes
+
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+    from .core import (
+        BASE_STEPS,
+        TERMINAL,
+        GridDDIMScheduler,
+        TwoStepResult,
+        alpha_sigma,
+        ddim_update,
+        distillation_loss,
+        eps_to_x0,
+        next_timestep,
+        student_x_hat,
+        timestep_grid,
+        truncated_snr_weight,
+        two_ddim_steps,
+        x_target,
+    )
+    from .students import load_student
+    from .train import PLAN, ZOO_SPECS, init_student
+
+_EXPORTS = {
+    "BASE_STEPS": "core",
+    "TERMINAL": "core",
+    "GridDDIMScheduler": "core",
+    "TwoStepResult": "core",
+    "alpha_sigma": "core",
+    "ddim_update": "core",
+    "distillation_loss": "core",
+    "eps_to_x0": "core",
+    "next_timestep": "core",
+    "student_x_hat": "core",
+    "timestep_grid": "core",
+    "truncated_snr_weight": "core",
+    "two_ddim_steps": "core",
+    "x_target": "core",
+    "load_student": "students",
+    "PLAN": "train",
+    "ZOO_SPECS": "train",
+    "init_student": "train",
+}
+"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "BASE_STEPS",
@@ -137,3 +164,5 @@ __all__ = [
     "two_ddim_steps",
     "x_target",
 ]
+
+__getattr__ = attributes(__name__, _EXPORTS)

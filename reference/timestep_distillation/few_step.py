@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from reference.harness.cli import Option, at_least, check_seeds, int_tuple
+from reference.harness.bounds import at_least, check_seeds
 from reference.harness.sampling import EpsFn, NFECounter
 from reference.harness.seeds import N_QUALITY, SEEDS, SeedTable
 
@@ -44,15 +44,6 @@ class Sizes:
     def validate(self) -> None:
         at_least(self, n=10, latency_batch=1, repeats=1, warmup=0)
         check_seeds(self.seeds)
-
-
-SIZE_OPTIONS = (
-    Option("n"),
-    Option("seeds", int_tuple, "S,S,..."),
-    Option("latency_batch"),
-    Option("repeats"),
-)
-"""The command-line options of [`Sizes`][reference.timestep_distillation.few_step.Sizes]."""
 
 
 @dataclass

@@ -108,7 +108,6 @@ _EXPORTS: dict[str, str] = {
     "ddim_update": "sampler",
     "pad_batch": "sampler",
     "load_teacher_params": "measure",
-    "measure": "measure",
 }
 __all__ = sorted([*_EXPORTS, "JAX_MISSING", "configure_host_devices", "require_jax"])
 

@@ -1,5 +1,5 @@
 """``python -m reference.tpu_deployment``: the shared technique command line (``--help``)."""
 
-from reference.harness.entry import main
+from reference.harness.launch import technique
 
-main(__package__)
+technique(__package__)

@@ -1,14 +1,13 @@
-"""The shared pieces of the technique command lines: the idle-machine gate, the lock, the launcher
-rendezvous and its refusal (the options' checks are the entry's, tested with it)."""
+"""The machine a benchmark runs on: the idle-machine gate, the launcher rendezvous and its
+refusal (the options' checks and the lock are the entry's, tested with it)."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-from reference.harness import cli
+from reference.harness import machine as cli
 
 
 def test_the_idle_gate_waits_then_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -31,13 +30,6 @@ def test_max_load_default_and_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cli.MAX_LOAD_ENV, "lots")
     with pytest.raises(cli.UsageError, match="not a number"):
         cli.max_load()
-
-
-def test_the_lock_records_its_holder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(cli, "ARTIFACTS", tmp_path)
-    monkeypatch.setattr(cli, "LOCK_PATH", tmp_path / ".bench.lock")
-    with cli.bench_lock():
-        assert (tmp_path / ".bench.lock").read_text() == str(os.getpid())
 
 
 def test_launched_rank_reads_the_env_rendezvous_variables(monkeypatch: pytest.MonkeyPatch) -> None:
