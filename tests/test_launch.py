@@ -42,6 +42,10 @@ def test_a_technique_package_imports_without_torch_and_exports_what_it_names(
     module = importlib.import_module(package)
     submodules = {p.stem for p in Path(module.__file__).parent.glob("*.py")}
     exported = set(module.__all__)
+    from reference.lazy import exports_of
+
+    declared = exports_of(str(module.__file__))
+    assert not declared or set(declared) == exported  # the TYPE_CHECKING block is the table
     assert not exported & submodules  # a submodule import would shadow the lazy attribute
     for name in sorted(exported):
         assert getattr(module, name) is not None, name

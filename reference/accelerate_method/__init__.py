@@ -85,7 +85,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .diffusers_hook import diffusers_taylorseer, taylorseer_run
     from .forecast import (
         METHODS,
@@ -97,23 +97,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
         taylorseer_forecast,
     )
     from .schedule import check_schedule, compute_mask, full_computations, speedup_limit
-
-_EXPORTS = {
-    "diffusers_taylorseer": "diffusers_hook",
-    "taylorseer_run": "diffusers_hook",
-    "METHODS": "forecast",
-    "StepForecastConfig": "forecast",
-    "StepForecaster": "forecast",
-    "apply_step_forecasting": "forecast",
-    "forecasting_eps_fn": "forecast",
-    "newton_forecast": "forecast",
-    "taylorseer_forecast": "forecast",
-    "check_schedule": "schedule",
-    "compute_mask": "schedule",
-    "full_computations": "schedule",
-    "speedup_limit": "schedule",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "METHODS",
@@ -131,4 +114,4 @@ __all__ = [
     "taylorseer_run",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

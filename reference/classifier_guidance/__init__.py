@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .guidance import (
         ClassifierGuidanceConfig,
         apply_classifier_guidance,
@@ -82,21 +82,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
         log_prob_grad,
     )
     from .study import Models, Study, first_reaching, matched_steps, measure, pick_scale
-
-_EXPORTS = {
-    "ClassifierGuidanceConfig": "guidance",
-    "apply_classifier_guidance": "guidance",
-    "classifier_guided_eps_fn": "guidance",
-    "finite_difference_grad": "guidance",
-    "log_prob_grad": "guidance",
-    "Models": "study",
-    "Study": "study",
-    "first_reaching": "study",
-    "matched_steps": "study",
-    "measure": "study",
-    "pick_scale": "study",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "ClassifierGuidanceConfig",
@@ -112,4 +97,4 @@ __all__ = [
     "pick_scale",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

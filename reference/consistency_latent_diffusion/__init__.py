@@ -98,7 +98,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .core import (
         MAX_TIMESTEP,
         ORIGINAL_STEPS,
@@ -117,29 +117,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
     from .model import load_consistency_model
     from .schedulers import dpm_solver, lcm_scheduler, with_timesteps
     from .train import ZOO_NAME, ZOO_SPECS
-
-_EXPORTS = {
-    "MAX_TIMESTEP": "core",
-    "ORIGINAL_STEPS": "core",
-    "SIGMA_DATA": "core",
-    "TIMESTEP_SCALING": "core",
-    "boundary_scalings": "core",
-    "consistency_distillation_loss": "core",
-    "consistency_fn": "core",
-    "consistency_sample": "core",
-    "ddim_solver_step": "core",
-    "ema_update": "core",
-    "pseudo_huber": "core",
-    "sampling_timesteps": "core",
-    "skipping_timesteps": "core",
-    "load_consistency_model": "model",
-    "dpm_solver": "schedulers",
-    "lcm_scheduler": "schedulers",
-    "with_timesteps": "schedulers",
-    "ZOO_NAME": "train",
-    "ZOO_SPECS": "train",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "MAX_TIMESTEP",
@@ -163,4 +140,4 @@ __all__ = [
     "with_timesteps",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

@@ -94,7 +94,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .denoiser import (
         ToyBNDenoiser,
         TrafficEstimate,
@@ -126,34 +126,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
         groupnorm_fold_error,
     )
 
-_EXPORTS = {
-    "ToyBNDenoiser": "denoiser",
-    "TrafficEstimate": "denoiser",
-    "batchnorm_pass": "denoiser",
-    "calibrate_batchnorm": "denoiser",
-    "make_toy_denoiser": "denoiser",
-    "traffic_estimate": "denoiser",
-    "TOLERANCE": "fold",
-    "ConvReLU": "fold",
-    "FusionConfig": "fold",
-    "FusionReport": "fold",
-    "apply_conv_fusion": "fold",
-    "conv_bn_relu_groups": "fold",
-    "fold_bn_weights": "fold",
-    "fold_conv_bn": "fold",
-    "fuse_conv_bn_relu": "fold",
-    "fuse_with_torch_ao": "fold",
-    "max_abs_diff": "fold",
-    "FrozenGroupNorm": "groupnorm",
-    "GroupNormFoldError": "groupnorm",
-    "fold_attention_norm_affine": "groupnorm",
-    "freeze_groupnorms": "groupnorm",
-    "frozen_groupnorm": "groupnorm",
-    "fuse_unet_attention": "groupnorm",
-    "groupnorm_fold_error": "groupnorm",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
-
 __all__ = [
     "TOLERANCE",
     "ConvReLU",
@@ -181,4 +153,4 @@ __all__ = [
     "traffic_estimate",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

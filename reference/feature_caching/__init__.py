@@ -96,7 +96,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .conditioning import (
         ConditionEmbeddingCache,
         CrossAttentionToy,
@@ -120,28 +120,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
         unet_forward,
     )
 
-_EXPORTS = {
-    "ConditionEmbeddingCache": "conditioning",
-    "CrossAttentionToy": "conditioning",
-    "KVCache": "conditioning",
-    "condition_embedding": "conditioning",
-    "cross_attention_kv": "conditioning",
-    "cross_attention_with_kv": "conditioning",
-    "DeepCacheEps": "deepcache",
-    "UNetPass": "deepcache",
-    "check_supported": "deepcache",
-    "flop_speedup_estimate": "deepcache",
-    "full_steps": "deepcache",
-    "matched_ddim_steps": "deepcache",
-    "relative_cost": "deepcache",
-    "schedule_speedup_limit": "deepcache",
-    "shallow_forward": "deepcache",
-    "skipped_flop_fraction": "deepcache",
-    "speedup_limit": "deepcache",
-    "unet_forward": "deepcache",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
-
 __all__ = [
     "ConditionEmbeddingCache",
     "CrossAttentionToy",
@@ -163,4 +141,4 @@ __all__ = [
     "unet_forward",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

@@ -107,7 +107,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .api import (
         POLICIES,
         CheckpointConfig,
@@ -127,29 +127,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
         staged_forward,
         unet_stages,
     )
-
-_EXPORTS = {
-    "POLICIES": "api",
-    "CheckpointConfig": "api",
-    "apply_gradient_checkpointing": "api",
-    "remove_gradient_checkpointing": "api",
-    "stage_segments": "api",
-    "chain_point": "measure",
-    "measure_policy": "measure",
-    "prepare": "measure",
-    "training_batch": "measure",
-    "ActivationMeter": "memory",
-    "peak_activation_bytes": "memory",
-    "chain_loss": "policies",
-    "checkpoint_modules": "policies",
-    "even_segments": "policies",
-    "make_chain": "policies",
-    "remove_module_checkpoints": "policies",
-    "sqrt_segments": "policies",
-    "staged_forward": "policies",
-    "unet_stages": "policies",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "POLICIES",
@@ -173,4 +150,4 @@ __all__ = [
     "unet_stages",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

@@ -100,7 +100,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .analysis import best_so_far_curves, choose, pareto_front, same_point, single_axis_choice
     from .objective import (
         DEFAULT_POINT,
@@ -124,36 +124,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
         run_worker,
     )
     from .storage import JOURNAL, fail_orphaned_trials, open_storage, storage_kind
-
-_EXPORTS = {
-    "best_so_far_curves": "analysis",
-    "choose": "analysis",
-    "pareto_front": "analysis",
-    "same_point": "analysis",
-    "single_axis_choice": "analysis",
-    "DEFAULT_POINT": "objective",
-    "FULL_SPACE": "objective",
-    "QUICK_SPACE": "objective",
-    "SAMPLERS": "objective",
-    "SPACES": "objective",
-    "TRAIN_SPACE": "objective",
-    "model_objective": "objective",
-    "toy_objective": "objective",
-    "train_objective": "objective",
-    "GridStatus": "search",
-    "completed_table": "search",
-    "grid_points": "search",
-    "grid_status": "search",
-    "open_study": "search",
-    "requeue_failed": "search",
-    "run_grid": "search",
-    "run_worker": "search",
-    "JOURNAL": "storage",
-    "fail_orphaned_trials": "storage",
-    "open_storage": "storage",
-    "storage_kind": "storage",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "DEFAULT_POINT",
@@ -184,4 +154,4 @@ __all__ = [
     "train_objective",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

@@ -84,7 +84,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .factorize import (
         LowRankConv2d,
         LowRankLinear,
@@ -111,32 +111,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
         record_inputs,
     )
 
-_EXPORTS = {
-    "LowRankConv2d": "factorize",
-    "LowRankLinear": "factorize",
-    "Spectrum": "factorize",
-    "break_even_rank": "factorize",
-    "factorize_layer": "factorize",
-    "input_second_moment": "factorize",
-    "max_rank": "factorize",
-    "output_error_curve": "factorize",
-    "spectrum": "factorize",
-    "LoRALinear": "lora",
-    "train_lora_demo": "lora",
-    "DIT_TARGETS": "plan",
-    "FactorizationPlan": "plan",
-    "LowRankConfig": "plan",
-    "apply_low_rank": "plan",
-    "apply_plan": "plan",
-    "calibrate_second_moments": "plan",
-    "dit_target_layers": "plan",
-    "plan_factorization": "plan",
-    "rank_for_energy": "plan",
-    "ranks_for_budget": "plan",
-    "record_inputs": "plan",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
-
 __all__ = [
     "DIT_TARGETS",
     "FactorizationPlan",
@@ -162,4 +136,4 @@ __all__ = [
     "train_lora_demo",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .accounting import RoutingRecorder, active_parameters, flops_per_token
     from .denoiser import TinyDiT
     from .layers import (
@@ -80,24 +80,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
         route,
     )
     from .zoo_specs import ZOO_SPECS, load_moe_model
-
-_EXPORTS = {
-    "RoutingRecorder": "accounting",
-    "active_parameters": "accounting",
-    "flops_per_token": "accounting",
-    "TinyDiT": "denoiser",
-    "ExpertFFN": "layers",
-    "MoEFeedForward": "layers",
-    "Routing": "layers",
-    "TimestepExpertFeedForward": "layers",
-    "capacity_mask": "layers",
-    "expert_capacity": "layers",
-    "load_balancing_loss": "layers",
-    "route": "layers",
-    "ZOO_SPECS": "zoo_specs",
-    "load_moe_model": "zoo_specs",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "ZOO_SPECS",
@@ -116,4 +98,4 @@ __all__ = [
     "route",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

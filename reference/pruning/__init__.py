@@ -98,7 +98,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .api import PruningConfig, apply_pruning
     from .structured import (
         CRITERIA,
@@ -117,29 +117,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
     )
     from .unstructured import magnitude_prune, weight_sparsity
     from .zoo_specs import ZOO_SPECS, load_pruned
-
-_EXPORTS = {
-    "PruningConfig": "api",
-    "apply_pruning": "api",
-    "CRITERIA": "structured",
-    "PruneReport": "structured",
-    "accumulate_gradients": "structured",
-    "build_pruned_unet": "structured",
-    "calibration_batches": "structured",
-    "count_macs": "structured",
-    "diffusion_loss": "structured",
-    "head_dims": "structured",
-    "importance": "structured",
-    "prune_unet": "structured",
-    "pruned_config": "structured",
-    "rebuild": "structured",
-    "sync_diffusers_attributes": "structured",
-    "magnitude_prune": "unstructured",
-    "weight_sparsity": "unstructured",
-    "ZOO_SPECS": "zoo_specs",
-    "load_pruned": "zoo_specs",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "CRITERIA",
@@ -163,4 +140,4 @@ __all__ = [
     "weight_sparsity",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

@@ -122,7 +122,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .samplers import ODE_SAMPLERS, mode_of, runner
     from .schedulers import (
         LABELS,
@@ -143,30 +143,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
         trailing_timesteps,
     )
     from .sweep import Point, curves, nfe_to_match
-
-_EXPORTS = {
-    "ODE_SAMPLERS": "samplers",
-    "mode_of": "samplers",
-    "runner": "samplers",
-    "LABELS": "schedulers",
-    "SCHEDULERS": "schedulers",
-    "TIMESTEP_SPACING": "schedulers",
-    "make_scheduler": "schedulers",
-    "model_calls_per_step": "schedulers",
-    "solver_settings": "schedulers",
-    "MINIMAL": "solvers",
-    "MinimalDDIM": "solvers",
-    "MinimalDPMSolverPP2M": "solvers",
-    "MinimalScheduler": "solvers",
-    "StepOutput": "solvers",
-    "make_minimal": "solvers",
-    "max_step_difference": "solvers",
-    "trailing_timesteps": "solvers",
-    "Point": "sweep",
-    "curves": "sweep",
-    "nfe_to_match": "sweep",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "LABELS",
@@ -191,4 +167,4 @@ __all__ = [
     "trailing_timesteps",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

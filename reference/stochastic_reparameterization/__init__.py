@@ -114,7 +114,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .objectives import (
         PARAMETERIZATIONS,
         EDMPreconditioning,
@@ -132,22 +132,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
         uniform_proposal,
     )
 
-_EXPORTS = {
-    "PARAMETERIZATIONS": "objectives",
-    "EDMPreconditioning": "objectives",
-    "NoiseSchedule": "objectives",
-    "Parameterization": "objectives",
-    "sigma_data_of": "objectives",
-    "LossSecondMomentHistory": "samplers",
-    "Sampling": "samplers",
-    "TimestepProposal": "samplers",
-    "draw": "samplers",
-    "edm_proposal": "samplers",
-    "low_discrepancy_uniforms": "samplers",
-    "uniform_proposal": "samplers",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
-
 __all__ = [
     "PARAMETERIZATIONS",
     "EDMPreconditioning",
@@ -163,4 +147,4 @@ __all__ = [
     "uniform_proposal",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)

@@ -102,7 +102,7 @@ from typing import TYPE_CHECKING
 
 from reference.lazy import attributes
 
-if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, `_EXPORTS`
+if TYPE_CHECKING:  # what a type checker and the documentation read; at run time, lazily
     from .core import (
         BASE_STEPS,
         TERMINAL,
@@ -121,28 +121,6 @@ if TYPE_CHECKING:  # what a type checker and the documentation read; at run time
     )
     from .students import load_student
     from .train import PLAN, ZOO_SPECS, init_student
-
-_EXPORTS = {
-    "BASE_STEPS": "core",
-    "TERMINAL": "core",
-    "GridDDIMScheduler": "core",
-    "TwoStepResult": "core",
-    "alpha_sigma": "core",
-    "ddim_update": "core",
-    "distillation_loss": "core",
-    "eps_to_x0": "core",
-    "next_timestep": "core",
-    "student_x_hat": "core",
-    "timestep_grid": "core",
-    "truncated_snr_weight": "core",
-    "two_ddim_steps": "core",
-    "x_target": "core",
-    "load_student": "students",
-    "PLAN": "train",
-    "ZOO_SPECS": "train",
-    "init_student": "train",
-}
-"""Each public name and the submodule that defines it, imported on first use."""
 
 __all__ = [
     "BASE_STEPS",
@@ -165,4 +143,4 @@ __all__ = [
     "x_target",
 ]
 
-__getattr__ = attributes(__name__, _EXPORTS)
+__getattr__ = attributes(__name__)
