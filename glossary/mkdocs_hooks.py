@@ -221,6 +221,28 @@ def label_cells(table: str) -> str:
     return head + "</thead>" + re.sub(r"<tr\b.*?</tr>", row, body, flags=re.S)
 
 
+PAGE_WEIGHT = 120_000
+"""Bytes of HTML a term page may weigh: a reader on a phone gets the definition, the measured
+part and its figures without the code documentation, which has its own page."""
+_TERM_PAGE = re.compile(r"^(?:[a-z]{2}/)?terms/[^/]+\.md$")
+
+
+def on_post_page(output: str, page: Any, config: MkDocsConfig) -> str:
+    """Hold every term page (each technique's included) to `PAGE_WEIGHT`: a heavier one is a
+    warning naming the page and its weight, which ``mkdocs build --strict`` turns into a failure,
+    so the rule holds on every build of the committed results, not only on the test fixture."""
+    if _TERM_PAGE.match(page.file.src_uri):
+        size = len(output.encode("utf-8"))
+        if size >= PAGE_WEIGHT:
+            log.warning(
+                "%s: %d bytes of HTML, over the %d a term page may weigh",
+                page.file.src_uri,
+                size,
+                PAGE_WEIGHT,
+            )
+    return output
+
+
 @event_priority(-100)  # last: after mkdocs-static-i18n has built and indexed every language
 def on_post_build(config: MkDocsConfig) -> None:
     """Write the search index compact and once more per language, and log their sizes (see
