@@ -14,7 +14,6 @@ is missing is logged as a warning, which ``mkdocs build --strict`` turns into a 
 
 from __future__ import annotations
 
-import html as html_module
 import logging
 import os
 import re
@@ -128,7 +127,6 @@ def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Any) -> s
         f'<div class="gl-table" role="region" tabindex="0" aria-label="{label}" '
         "data-search-exclude><table"
     )
-    html = _TABLE_RE.sub(lambda m: label_cells(m.group(0)), html)
     html = html.replace("<table", opening).replace("</table>", "</table></div>")
     html = _unsearched(html)
     if not _API_PAGE.match(uri):
@@ -190,35 +188,26 @@ def nest_headings(html: str) -> str:
     return "".join([*out, html[pos:]])
 
 
-_TABLE_RE = re.compile(r"<table\b.*?</table>", re.S)
-_CELL_RE = re.compile(r"<td\b([^>]*)>(.*?)</td>", re.S)
+PAGE_WEIGHT = 120_000
+"""Bytes of HTML a term page may weigh: a reader on a phone gets the definition, the measured
+part and its figures without the code documentation, which has its own page."""
+_TERM_PAGE = re.compile(r"^(?:[a-z]{2}/)?terms/[^/]+\.md$")
 
 
-def label_cells(table: str) -> str:
-    """Give each body cell of a table the text of its column's header as ``data-label``, so
-    that on a phone (``glossary.css``) every row shows as a card of labelled values. The value
-    is wrapped in one ``span.gl-value``: in a card the label and the value are the two columns
-    of a grid, and a value with a line break (an interval under its figure, "estimate", the
-    "+" of a combination) stays in its own column instead of wrapping under the label."""
-    head, _, body = table.partition("</thead>")
-    labels = [
-        html_module.escape(" ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", h)).split()))
-        for h in re.findall(r"<th\b[^>]*>(.*?)</th>", head, re.S)
-    ]
-    if not body or not labels:
-        return table
-
-    def row(match: re.Match[str]) -> str:
-        cells = iter(labels)
-
-        def cell(found: re.Match[str]) -> str:
-            attrs, content = found.group(1), found.group(2)
-            label = next(cells, "")
-            return f'<td data-label="{label}"{attrs}><span class="gl-value">{content}</span></td>'
-
-        return _CELL_RE.sub(cell, match.group(0))
-
-    return head + "</thead>" + re.sub(r"<tr\b.*?</tr>", row, body, flags=re.S)
+def on_post_page(output: str, page: Any, config: MkDocsConfig) -> str:
+    """Hold every term page (each technique's included) to `PAGE_WEIGHT`: a heavier one is a
+    warning naming the page and its weight, which ``mkdocs build --strict`` turns into a failure,
+    so the rule holds on every build of the committed results, not only on the test fixture."""
+    if _TERM_PAGE.match(page.file.src_uri):
+        size = len(output.encode("utf-8"))
+        if size >= PAGE_WEIGHT:
+            log.warning(
+                "%s: %d bytes of HTML, over the %d a term page may weigh",
+                page.file.src_uri,
+                size,
+                PAGE_WEIGHT,
+            )
+    return output
 
 
 @event_priority(-100)  # last: after mkdocs-static-i18n has built and indexed every language

@@ -7,6 +7,7 @@ Screenshots of a term page in each language go to artifacts/screenshots/ (git-ig
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -545,6 +546,7 @@ _TABLE_FIT = """selector => {
     scroll: region.scrollWidth, client: region.clientWidth,
     display: getComputedStyle(table.querySelector('tbody tr')).display,
     label: getComputedStyle(cell, '::before').content,
+    header: table.tHead.rows[0].cells[cell.cellIndex].textContent.replace(/\\s+/g, ' ').trim(),
   };
 }"""
 _TABLES = {
@@ -571,9 +573,25 @@ def test_tables_fit_at_1366_and_are_cards_on_a_phone(
             assert fit["scroll"] <= fit["client"], (path, width, fit)
             if width == 390:  # stacked cards: each row a block, each value labelled
                 assert fit["display"] == "block", (path, fit)
-                assert fit["label"] not in ("none", "normal", '""'), (path, fit)
+                assert fit["label"] == json.dumps(fit["header"], ensure_ascii=False), (path, fit)
             else:
                 assert fit["display"] == "table-row", (path, fit)
+
+
+def test_without_javascript_a_table_stays_a_table_in_its_scroll_region_on_a_phone(
+    browser: Any, base_url: str
+) -> None:
+    """The cards are an enhancement (table-cards.js): without it a phone gets the plain table,
+    whole, in its keyboard-focusable region, and no cell shows an empty label."""
+    path = "es/terms/feature-caching/"
+    with browser_support.context(
+        browser, base_url, viewport=browser_support.PHONE, java_script_enabled=False
+    ) as ctx:
+        tab = ctx.new_page()
+        tab.goto(path)
+        fit = tab.evaluate(_TABLE_FIT, _TABLES[path])
+    assert fit["display"] == "table-row" and fit["label"] in ("none", "normal"), fit
+    assert fit["scroll"] >= fit["client"] > 0, fit
 
 
 # Every text of a drawn chart, by its box in the browser: inside the SVG's box, and no two
