@@ -194,8 +194,16 @@ class ResultText:
         return self.message(f"state.{state}")
 
     def config(self, config: Mapping[str, Any]) -> str:
-        params = {k: v for k, v in config.items() if k != "method"}
+        params = {k: self.word(k, v) for k, v in config.items() if k != "method"}
         return self.message(f"config.{config['method']}", params)
+
+    def word(self, key: str, value: Any) -> Any:
+        """A word-valued parameter in the reader's language: the message ``<key>.<value>``
+        (``sampler.ddim`` -> "DDIM") where a catalog has one; any other value unchanged."""
+        if not isinstance(value, str):
+            return value
+        text = _lookup(f"{key}.{value}", self.domains, self.lang, None)
+        return value if text is None else text
 
     def aim(self, aim: Mapping[str, Any]) -> str:
         return self.message(f"aim.{aim['id']}", {"target": aim["target"], **aim["params"]})

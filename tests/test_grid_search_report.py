@@ -166,3 +166,20 @@ def test_the_solution_of_the_reporting_seeds_is_solved_once_and_shared(
         zoo.load_teacher(), make_noise(20, 0), labels=class_labels(20), steps=2
     )
     assert torch.equal(shared, first) and len(list(tmp_path.glob("*.pt"))) == 1
+
+
+@pytest.mark.parametrize("lang", ["es", "ru", "en"])
+def test_the_single_axis_row_names_its_sampler_in_the_readers_language(lang: str) -> None:
+    from glossary.resulttext import ResultText
+    from reference.grid_search.objective import SAMPLERS
+    from reference.grid_search.report import row_config
+
+    text = ResultText("grid-search", lang)
+    for sampler in SAMPLERS:
+        config = row_config("single", {"sampler": sampler, "steps": 12, "guidance": 1.0})
+        name = text.word("sampler", sampler)
+        assert name != sampler  # every sampler of the grid has a name in each catalog
+        shown = text.config(config)
+        assert name in shown and f" {sampler}" not in shown
+    assert text.word("sampler", "no-such-sampler") == "no-such-sampler"
+    assert text.word("steps", 12) == 12
