@@ -581,7 +581,7 @@ def test_tables_fit_at_1366_and_are_cards_on_a_phone(
 def test_without_javascript_a_table_stays_a_table_in_its_scroll_region_on_a_phone(
     browser: Any, base_url: str
 ) -> None:
-    """The cards are an enhancement (table-cards.js): without it a phone gets the plain table,
+    """The cards are an enhancement (tables.js): without it a phone gets the plain table,
     whole, in its keyboard-focusable region, and no cell shows an empty label."""
     path = "es/terms/feature-caching/"
     with browser_support.context(

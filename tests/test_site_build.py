@@ -518,11 +518,11 @@ def test_compare_page_has_charts_a_guide_and_a_sortable_table(built: BuiltSite, 
     table = article.split("<table data-sortable>")[1].split("</table>")[0]
     assert len(re.findall(r"<th [^>]*data-sort-type=", table)) == 8
     # two techniques with results (feature-caching, pruning), eight sortable cells each (the
-    # cards' labels are the browser's work, table-cards.js: no cell carries one in the HTML)
+    # cards' labels are the browser's work, tables.js: no cell carries one in the HTML)
     assert len(re.findall(r'<td data-sort="', table)) == 16 and "data-label" not in table
     assert 'href="../terms/feature-caching/"' in table
-    assert "sortable-table.js" in html
-    script = built.site / "assets" / "javascripts" / "sortable-table.js"
+    assert "tables.js" in html
+    script = built.site / "assets" / "javascripts" / "tables.js"
     assert "aria-sort" in script.read_text(encoding="utf-8")
 
 

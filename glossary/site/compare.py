@@ -8,7 +8,7 @@ speedup [95% interval], its limit (analytic bound or estimate, for the
 benchmark's own headline setting), quality ratio on the metric the result declares, memory
 saving, the states of its aims and whether it beat its matched-cost control; a speedup above its
 limit is flagged in its own cell. The table is plain HTML that works without
-JavaScript; ``assets/javascripts/sortable-table.js`` turns each header with a ``data-sort-type``
+JavaScript; ``assets/javascripts/tables.js`` turns each header with a ``data-sort-type``
 into a sort button (``aria-sort`` on the sorted header) and sorts by each cell's ``data-sort``.
 
 "Beats its matched-cost control" is read from the result, never guessed (:func:`beats_control`):
