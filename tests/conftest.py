@@ -83,6 +83,28 @@ def refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> Any:
     return refused
 
 
+@pytest.fixture(scope="session")
+def quick_study() -> Any:
+    """``quick_study(package, out)``: a study's quick configuration planned and run by the
+    harness into ``out`` (no command line), returning ``(result, path)``."""
+    from reference.harness.entry import plan, run_bench, target_of
+
+    def run(package: str, out: Path) -> tuple[dict[str, Any], Path]:
+        module = importlib.import_module(f"{package}.bench")
+        p = plan(
+            target_of(package),
+            module,
+            run_bench=True,
+            quick=True,
+            threads=None,
+            out=out,
+            overrides={},
+        )
+        return run_bench(p)
+
+    return run
+
+
 @pytest.fixture
 def one_torch_thread() -> Iterator[None]:
     """Tiny models: a second thread only adds synchronisation (and spins on a busy machine)."""

@@ -36,20 +36,8 @@ def test_bad_options_are_refused_before_any_work(capsys: pytest.CaptureFixture) 
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from reference.harness.entry import plan, run_bench, target_of
-
-    out: Path = tmp_path_factory.mktemp("sanity")
-    p = plan(
-        target_of(STUDY.package),
-        bench,
-        run_bench=True,
-        quick=True,
-        threads=None,
-        out=out,
-        overrides={},
-    )
-    result, _ = run_bench(p)
+def quick(tmp_path_factory: pytest.TempPathFactory, quick_study: Any) -> dict[str, Any]:
+    result, _ = quick_study(STUDY.package, tmp_path_factory.mktemp("sanity"))
     assert result["schema_version"] == 4 and result["digest"].startswith("sha256:")
     return result
 

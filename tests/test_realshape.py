@@ -82,20 +82,10 @@ def test_a_counterpart_computes_what_our_technique_computes_in_the_loop(
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
-    from reference.harness.entry import plan, run_bench, target_of
-
-    out = tmp_path_factory.mktemp("realshape")
-    p = plan(
-        target_of(STUDY.package),
-        bench,
-        run_bench=True,
-        quick=True,
-        threads=None,
-        out=out,
-        overrides={},
-    )
-    return run_bench(p)
+def quick(
+    tmp_path_factory: pytest.TempPathFactory, quick_study: Any
+) -> tuple[dict[str, Any], Path]:
+    return quick_study(STUDY.package, tmp_path_factory.mktemp("realshape"))
 
 
 @pytest.mark.slow
