@@ -193,9 +193,11 @@ class ResultText:
     def state(self, state: str) -> str:
         return self.message(f"state.{state}")
 
-    def config(self, config: Mapping[str, Any]) -> str:
+    def config(self, config: Mapping[str, Any], prefix: str = "config.") -> str:
+        """A row's configuration: the message ``<prefix><method>`` filled with its other keys,
+        each word-valued one in the reader's language (`word`)."""
         params = {k: self.word(k, v) for k, v in config.items() if k != "method"}
-        return self.message(f"config.{config['method']}", params)
+        return self.message(f"{prefix}{config['method']}", params)
 
     def word(self, key: str, value: Any) -> Any:
         """A word-valued parameter in the reader's language: the message ``<key>.<value>``

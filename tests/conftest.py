@@ -87,13 +87,14 @@ def refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> Any:
 def quick_study() -> Any:
     """``quick_study(package, out)``: a study's quick configuration planned and run by the
     harness into ``out`` (no command line), returning ``(result, path)``."""
-    from reference.harness.entry import plan, run_bench, target_of
+    from reference.harness.entry import load_bench, plan, run_bench, target_of
 
     def run(package: str, out: Path) -> tuple[dict[str, Any], Path]:
-        module = importlib.import_module(f"{package}.bench")
+        target = target_of(package)
+        assert target is not None, package
         p = plan(
-            target_of(package),
-            module,
+            target,
+            load_bench(target),
             run_bench=True,
             quick=True,
             threads=None,

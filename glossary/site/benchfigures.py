@@ -641,8 +641,7 @@ def _sweep_label(result: Result, spec: Sweep, name: str, text: ResultText) -> st
     row = _row(result, name) if spec.rows else None
     if row is None:
         return text.message(f"{spec.label}{name}")
-    params = {k: v for k, v in row["config"].items() if k != "method"}
-    return text.message(f"{spec.label}{row['config']['method']}", params)
+    return text.config(row["config"], prefix=spec.label)
 
 
 def sweep_source(result: Result, spec: Sweep | Shares) -> dict[str, Any]:

@@ -47,22 +47,8 @@ def study_page(slug: str, lang: str, ctx: Context) -> str:
     text = ResultText(slug, lang)
     lines = ["# " + text.title(), "", text.message("page.intro"), ""]
     result = ctx.results.composites.get(slug)
-    if result is not None and slug == "realshape":
-        result = _with_model_names(result, text)
     lines += benchmark_section(slug, result, lang, f"glossary bench {slug}", [])
     return "\n".join(lines).rstrip() + "\n"
-
-
-def _with_model_names(result: dict[str, Any], text: ResultText) -> dict[str, Any]:
-    """A copy of the real-shape result whose rows name their model in the reader's language
-    (``model.<id>``) instead of by the study's id (``sd15``)."""
-    rows = []
-    for row in result["rows"]:
-        config = dict(row["config"])
-        if "model" in config:
-            config["model"] = text.message(f"model.{config['model']}")
-        rows.append({**row, "config": config})
-    return {**result, "rows": rows}
 
 
 def compare_links(lang: str) -> list[str]:
