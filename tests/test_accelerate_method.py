@@ -195,7 +195,7 @@ def test_the_declared_rows_aims_and_headline() -> None:
         (["--interval", "0"], "--interval"),
         (["--interval", "5"], "--interval 5 is not one of --intervals"),
         (["--order", "-1"], "--order"),
-        (["--warmup", "0"], "--warmup"),
+        (["--forecast-warmup", "0"], "--forecast-warmup"),
         (["--intervals", "2,0"], "--intervals"),
         (["--n-quality", "150"], "--n-quality"),  # more than the held-out real half offers
         (["--n-quality", "25"], "multiple of 10"),
@@ -240,7 +240,9 @@ def test_quick_benchmark_pairs_seeds_and_bounds_the_speedup_by_the_counted_work(
         assert "speedup" in rows[key]["intervals"]
     assert rows["dit-newton"]["rounds"]["against"] == "dit-ddim50"  # the DiT's own baseline
     nfe = rows["newton"]["values"]["nfe"]
-    assert nfe == sf.full_computations(cfg["baseline_steps"], cfg["interval"], cfg["warmup"])
+    assert nfe == sf.full_computations(
+        cfg["baseline_steps"], cfg["interval"], cfg["forecast_warmup"]
+    )
     head = result["headline"]
     assert head["row"] == "newton" and head["limit_kind"] == "bound"
     assert head["quality_metric"] == "rms_to_solution"

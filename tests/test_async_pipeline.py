@@ -124,7 +124,9 @@ def test_the_benchmark_measures_quality_on_paired_seeds_at_the_standard_size() -
     from reference.harness.seeds import SEEDS
 
     full = bench.FULL
-    assert full.n_quality == bench.MAX_QUALITY == 140 and full.seeds == SEEDS
+    from reference.harness.sizes import MAX_QUALITY
+
+    assert full.n_quality == MAX_QUALITY == 140 and full.seeds == SEEDS
     assert full.repeats >= 15 and full.solution_steps == SOLUTION[1]
     assert full.batches == (1, 8, 64)  # the site draws the sweep's rows b1, b8, b64
 

@@ -196,7 +196,7 @@ def test_apply_low_rank_follows_its_config() -> None:
         (["--budgets", "0"], "--budgets"),  # a budget keeps some multiply-adds
         (["--methods", "bogus"], "--methods"),
         (["--budgets", "0.3"], "--headline-budget 0.5 is not one of --budgets"),
-        (["--methods", "svd"], "--headline-method 'asvd' is not one of --methods"),
+        (["--methods", "svd"], "--headline-method asvd is not one of --methods"),
         (["--n-quality", "150"], "--n-quality"),  # more than the held-out real half offers
         (["--n-quality", "25"], "multiple of 10"),  # class-balanced samples
         (["--lora-rank", "97"], "--lora-rank"),  # the layer is 96 wide

@@ -177,7 +177,7 @@ def test_unsupported_config_and_a_missing_jax_give_one_clear_line(monkeypatch) -
     with pytest.raises(ValueError, match="--stream size 40 exceeds the largest of --buckets"):
         replace(FULL, stream=(3, 40)).validate()
     with pytest.raises(ValueError, match="must be a multiple of the 8 devices"):
-        replace(FULL, n=12).validate()
+        replace(FULL, batch_latency=12).validate()
     monkeypatch.setitem(sys.modules, "jax", None)  # what a missing [tpu] extra looks like
     with pytest.raises(ValueError) as info:
         FULL.validate()
@@ -191,7 +191,7 @@ def test_unsupported_config_and_a_missing_jax_give_one_clear_line(monkeypatch) -
         (["--n-quality", "150"], "--n-quality"),  # more than the held-out real half offers
         (["--n-quality", "25"], "multiple of 10"),  # class-balanced samples
         (["--seeds", "0"], "--seeds"),
-        (["--n", "12"], "multiple of the 8 devices"),  # the sharded row splits the batch
+        (["--batch-latency", "12"], "multiple of the 8 devices"),  # the sharded row splits it
         (["--stream", "3,40"], "exceeds the largest of --buckets"),
         (["--guidance-scale", "nan"], "--guidance-scale"),
     ],

@@ -414,7 +414,11 @@ CHARTS: dict[tuple[str, str], tuple[Spec, ...]] = {
     # reference/tpu_deployment/report.py: figures (compile_s + images x median per image)
     ("tpu-deployment", "payoff"): (
         Payoff(
-            "compile_s", "ms_per_image", ("torch", "per-step", "compiled"), "n", (0, 1, 4, 16, 64)
+            "compile_s",
+            "ms_per_image",
+            ("torch", "per-step", "compiled"),
+            "batch_latency",
+            (0, 1, 4, 16, 64),
         ),
     ),
     # reference/stochastic_reparameterization/figures.py: the variance figure

@@ -89,7 +89,7 @@ __all__ = ["CONTRACT", "DEMO", "FULL", "OPTIONS", "QUICK", "SLUG", "Config", "de
 def aims(cfg: Config) -> tuple[Any, ...]:
     """(1)-(4) for the headline forecast."""
     k = cfg.interval
-    full = full_computations(BASELINE_STEPS, k, cfg.warmup)
+    full = full_computations(BASELINE_STEPS, k, cfg.forecast_warmup)
     steps = {"k": k, "steps": BASELINE_STEPS}
     return (
         QualityAim("beats-same-nfe", "newton", "ddim-same", FIDELITY, "<", SAME_NFE_AIM, "ratio",
@@ -112,7 +112,7 @@ def _comparison(cfg: Config, variants: list[Any], model: Any, head: str, aims: t
         aims=aims,
         headline=HeadlineSpec(head, quality=FIDELITY, limit=limit, limit_kind="bound"),
         repeats=cfg.repeats,
-        warmup=cfg.timing_warmup,
+        warmup=cfg.warmup,
         solution=solution_of(model, cfg.n_quality, cfg.solution_steps),
     )
 

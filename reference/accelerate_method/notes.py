@@ -36,7 +36,14 @@ def notes(cfg: Config, m: Measured, more: list[Measured]) -> list[Any]:
         note("setup", steps=BASELINE_STEPS, n=cfg.n_quality, solution_steps=cfg.solution_steps),
         quality_note(cfg.n_quality, cfg.seeds),
         note("held-out-reference"),
-        note("schedule", warmup=cfg.warmup, k=k, full=full, steps=BASELINE_STEPS, limit=limit(m)),
+        note(
+            "schedule",
+            warmup=cfg.forecast_warmup,
+            k=k,
+            full=full,
+            steps=BASELINE_STEPS,
+            limit=limit(m),
+        ),
         latency_note(cfg.repeats, cfg.batch_latency),
         note(
             "same-nfe-control",

@@ -32,9 +32,10 @@ from typing import Any
 
 import torch
 
+from reference.harness import sizes
 from reference.harness.compare import Variant
 
-from .config import BASELINE, BASELINE_STEPS, LATENCY_SEED, Config
+from .config import BASELINE, BASELINE_STEPS, Config
 from .forecast import StepForecastConfig
 from .schedule import full_computations
 
@@ -97,7 +98,7 @@ def variant(
         x, nfe = run(make_noise(cfg.n_quality, seed), class_labels(cfg.n_quality))
         return x, {"nfe": float(nfe)}
 
-    noise, labels = make_noise(cfg.batch_latency, LATENCY_SEED), class_labels(cfg.batch_latency)
+    noise, labels = sizes.latency_inputs(cfg.batch_latency)
     return Variant(
         id,
         config,
@@ -112,7 +113,7 @@ def _forecast_config(cfg: Config, method: str, order: int, k: int, prefix: str) 
         "method": f"{prefix}forecast-{method}",
         "interval": k,
         "order": order,
-        "warmup": cfg.warmup,
+        "warmup": cfg.forecast_warmup,
         "steps": BASELINE_STEPS,
     }
 
@@ -121,7 +122,7 @@ def unet_variants(cfg: Config, unet: torch.nn.Module) -> list[Variant]:
     """Baseline; at the headline k the Newton forecast of the headline order (technique), the
     reuse of the last output and DDIM with the same NFE (controls), order 1 and TaylorSeer's
     formula (techniques, untimed); at every other k the forecast and its same-NFE DDIM."""
-    k, w, m = cfg.interval, cfg.warmup, cfg.order
+    k, w, m = cfg.interval, cfg.forecast_warmup, cfg.order
     same = full_computations(BASELINE_STEPS, k, w)
 
     def fc(method: str, order: int, kk: int = k) -> tuple[dict[str, Any], Run]:
@@ -154,7 +155,7 @@ def unet_variants(cfg: Config, unet: torch.nn.Module) -> list[Variant]:
 def dit_variants(cfg: Config, dit: torch.nn.Module) -> list[Variant]:
     """The zoo DiT: DDIM (its baseline), our Newton forecasts of the headline order and of order
     1, DDIM with the same NFE, and diffusers' ``apply_taylorseer_cache`` of order 1."""
-    k, w, m = cfg.interval, cfg.warmup, cfg.order
+    k, w, m = cfg.interval, cfg.forecast_warmup, cfg.order
     same = full_computations(BASELINE_STEPS, k, w)
     p = "dit-"
     return [

@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reference.harness import sizes
 from reference.harness.compare import (
     FIDELITY,
     Comparison,
@@ -80,9 +81,8 @@ from reference.harness.compare import (
     outcome,
 )
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.entry import integer, integers, seeds
+from reference.harness.entry import integer, integers
 from reference.harness.results import Figure, Metric, metrics, settings_of
-from reference.harness.seeds import SEEDS
 
 from .pipeline import Pipeline, pipeline
 
@@ -92,10 +92,6 @@ SPEED_AIM = 1.4
 QUALITY_AIM = 2.0
 """(3): AsyncDiff's distance to the solution at most twice the single process's."""
 TIMING_WARMUP = 1
-LATENCY_SEED = 1000
-"""Noise seed of the latency batches (apart from the quality seeds)."""
-MIN_QUALITY, MAX_QUALITY = 20, 140
-"""Two samples per class at least (KID, diversity); at most the held-out real half's size."""
 KINDS: dict[str, tuple[str, str, str]] = {
     "single": ("single-process", "baseline", "single"),
     "sync": ("sync-pipeline", "control", "single"),
@@ -108,26 +104,21 @@ against itself, so that its speedup is 1 and not a ratio across batch sizes)."""
 
 
 @dataclass(frozen=True)
-class Config:
-    """Batch sizes of the sweep, DDIM steps, AsyncDiff's synchronous warm-up steps, timing
-    rounds, the quality sample size and noise seeds, and the solution's solver steps."""
+class Config(sizes.Scored):
+    """The quality sample and seeds (`sizes`), batch sizes of the sweep, DDIM steps, AsyncDiff's
+    synchronous warm-up steps, timing rounds, and the solution's solver steps."""
 
     batches: tuple[int, ...] = (1, 8, 64)
     steps: int = 20
     warmup: int = 2
     repeats: int = 15
-    n_quality: int = MAX_QUALITY
-    seeds: tuple[int, ...] = SEEDS
-    solution_steps: int = 200
+    solution_steps: int = sizes.SOLUTION_STEPS
 
     def validate(self) -> None:
+        super().validate()
         if not 0 <= self.warmup < self.steps:
             raise ValueError(
                 f"--warmup must be in 0..steps-1 ({self.steps - 1}), got {self.warmup}"
-            )
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
             )
         from reference.harness.machine import launched_rank
 
@@ -141,15 +132,18 @@ class Config:
 
 
 FULL = Config()
-QUICK = Config((2,), steps=3, warmup=1, repeats=2, n_quality=20, seeds=(0, 1), solution_steps=8)
-DEMO = Config((1, 16), steps=10, warmup=2, repeats=2, n_quality=20, seeds=(0, 1), solution_steps=50)
+QUICK = Config(
+    batches=(2,), steps=3, warmup=1, repeats=2, n_quality=20, seeds=(0, 1), solution_steps=8
+)
+DEMO = Config(
+    batches=(1, 16), steps=10, warmup=2, repeats=2, n_quality=20, seeds=(0, 1), solution_steps=50
+)
 OPTIONS = (
     integers("batches", low=1, high=256),
     integer("steps", low=2, high=1000),
     integer("warmup", low=0, high=999),
     integer("repeats", low=1, high=200),
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
-    seeds(),
+    *sizes.SCORED_OPTIONS,
     integer("solution_steps", low=2, high=1000),
 )
 
@@ -163,12 +157,12 @@ def _kept(p: Pipeline, key: str, run: Callable[[], Any]) -> Callable[[], Any]:
 
 
 def _timed(p: Pipeline, cfg: Config, n: int) -> dict[str, Callable[[], Any]]:
-    """One latency batch of every kind at batch ``n``, from the noise of `LATENCY_SEED`."""
+    """One latency batch of every kind at batch ``n``, from the noise of `sizes.LATENCY_SEED`."""
     from .runtime import Job, single_process
 
-    sync = Job(n, cfg.steps, mode="sync", seed=LATENCY_SEED)
-    asyn = Job(n, cfg.steps, mode="async", warmup=cfg.warmup, seed=LATENCY_SEED)
-    stream = Job(n, cfg.steps, mode="stream", requests=2, seed=LATENCY_SEED)
+    sync = Job(n, cfg.steps, mode="sync", seed=sizes.LATENCY_SEED)
+    asyn = Job(n, cfg.steps, mode="async", warmup=cfg.warmup, seed=sizes.LATENCY_SEED)
+    stream = Job(n, cfg.steps, mode="stream", requests=2, seed=sizes.LATENCY_SEED)
     return {
         "single": _kept(p, f"b{n}-single", lambda: single_process(p.unet, sync)),
         "sync": _kept(p, f"b{n}-sync", lambda: p.pool.run(sync).samples),

@@ -57,6 +57,7 @@ from typing import Any
 
 import torch
 
+from reference.harness import sizes
 from reference.harness.compare import (
     Comparison,
     HeadlineSpec,
@@ -67,7 +68,7 @@ from reference.harness.compare import (
     outcome,
 )
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.entry import integer, integers, seeds
+from reference.harness.entry import integer, integers
 from reference.harness.results import Figure, metrics, settings_of
 from reference.harness.scores import QUALITY_METRICS, held_out_score
 
@@ -84,38 +85,21 @@ CONTROL_AIM = 1.0
 """The consistency model must beat the teacher's DPM-Solver++ at as many steps: ratio below 1."""
 QUALITY_TOLERANCE = 1.1
 """The headline keeps the FDD of the teacher's DDIM-50 within 10% (paired ratio)."""
-MIN_QUALITY = 20
-"""The smallest sample per seed at which every class has two samples (the class-weighted KID and
-within-class diversity need pairs) and the real row is defined."""
-MAX_QUALITY = 140
-"""The largest class-balanced sample the held-out real half offers (`scores.MAX_REAL_N`)."""
 MAX_STEPS = 49
 """The consistency grid holds 49 timesteps (19, 39, ..., 979)."""
-LATENCY_SEED = 1000
-"""Noise seed of the latency batch (apart from the quality seeds)."""
 
 
 @dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run, and the step counts it measures."""
+class Config(sizes.Scored, sizes.Timed):
+    """Sizes of a benchmark or demonstration run (`sizes`), and the step counts it measures."""
 
+    warmup: int = 2
     steps: tuple[int, ...] = (1, 2, 4)
     headline_steps: int = 4
-    n_quality: int = MAX_QUALITY
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    batch_latency: int = 32
-    repeats: int = 15
-    warmup: int = 2
 
     def validate(self) -> None:
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
-            )
-        if self.headline_steps not in self.steps:
-            raise ValueError(
-                f"--headline-steps {self.headline_steps} is not one of --steps {self.steps}"
-            )
+        super().validate()
+        sizes.check_one_of("headline_steps", self.headline_steps, "steps", self.steps)
 
 
 FULL = Config()
@@ -124,11 +108,8 @@ DEMO = Config(steps=(2, 4), n_quality=100, seeds=(0, 1), batch_latency=8, repeat
 OPTIONS = (
     integers("steps", low=1, high=MAX_STEPS),
     integer("headline_steps", low=1, high=MAX_STEPS),
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
-    seeds(),
-    integer("batch_latency", low=1, high=256),
-    integer("repeats", low=1, high=200),
-    integer("warmup", low=0, high=20),
+    *sizes.SCORED_OPTIONS,
+    *sizes.TIMED_OPTIONS,
 )
 
 Latents = Callable[[Any, torch.Tensor, torch.Tensor, int], torch.Tensor]
@@ -190,7 +171,7 @@ def _variant(
     config, role, network, run = spec
     eps = models.teacher if network == "teacher" else models.cm
     labels, batch = class_labels(cfg.n_quality), class_labels(cfg.batch_latency)
-    z_lat = make_noise(cfg.batch_latency, LATENCY_SEED, LATENT_SHAPE)
+    z_lat = make_noise(cfg.batch_latency, sizes.LATENCY_SEED, LATENT_SHAPE)
 
     def sample(seed: int) -> tuple[torch.Tensor, dict[str, float]]:
         counter = count_nfe(eps)
@@ -202,7 +183,7 @@ def _variant(
         config,
         role,  # type: ignore[arg-type]
         sample=sample,  # type: ignore[arg-type]
-        timed=lambda: models.decode(run(eps, z_lat, batch, LATENCY_SEED)),
+        timed=lambda: models.decode(run(eps, z_lat, batch, sizes.LATENCY_SEED)),
     )
 
 
@@ -274,7 +255,7 @@ def measure(cfg: Config, staging: Path) -> Outcome:
 
     models = _models()
     m = measure_comparison(comparison(cfg, models))
-    parts = Parts.measure(cfg, models, samplers(cfg.steps), BASELINE, LATENCY_SEED)
+    parts = Parts.measure(cfg, models, samplers(cfg.steps), BASELINE, sizes.LATENCY_SEED)
     figures = [Figure(f"{SLUG}.png", "fdd-bars"), Figure(f"{SLUG}-samples.png", "samples")]
     fdd_bars(staging / figures[0].file, m.rows, len(cfg.seeds))
     h = cfg.headline_steps

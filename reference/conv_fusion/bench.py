@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reference.harness import sizes
 from reference.harness.compare import (
     Comparison,
     HeadlineSpec,
@@ -61,11 +62,7 @@ class Config:
     compile: bool = True
 
     def validate(self) -> None:
-        if self.headline_batch not in self.batches:
-            raise ValueError(
-                f"--headline-batch {self.headline_batch} is not one of --batches "
-                f"{list(self.batches)}"
-            )
+        sizes.check_one_of("headline_batch", self.headline_batch, "batches", self.batches)
 
 
 FULL = Config()

@@ -47,6 +47,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from reference.harness import sizes
 from reference.harness.compare import Variant
 
 from .denoiser import batchnorm_pass, make_toy_denoiser, noisy_digits, relu_passes
@@ -55,8 +56,6 @@ from .fold import fuse_conv_bn_relu
 
 NETWORKS = ("classifier", "denoiser")
 FIDELITY = "rel_rms_to_eager"
-LATENCY_SEED = 1000
-"""Seed of the inputs of the latency batches (apart from the quality seeds)."""
 UNIT_ROUNDOFF = 2.0**-24
 """``u`` of IEEE float32 (round to nearest), (2)."""
 COMPILED = (
@@ -150,7 +149,7 @@ def sweep_variants(network: str, model: nn.Module, batch: int) -> list[Variant]:
     elementwise passes of (3), all timed against the eager network of this batch."""
     from reference.harness import count_flops
 
-    key, x = f"{network}-b{batch}", inputs(network, batch, LATENCY_SEED)
+    key, x = f"{network}-b{batch}", inputs(network, batch, sizes.LATENCY_SEED)
     eager = f"{key}-eager"
     with torch.inference_mode():
         gflops = count_flops(model, x) / batch / 1e9
@@ -201,7 +200,7 @@ def compiled_variants(network: str, model: nn.Module, batch: int) -> tuple[list[
     Inductor freezing (on its own copy, so that it shares no compiled code with the first), at
     ``batch``, timed against the eager network; and ``"ok"`` or why a compilation failed (the
     variants compiled before it are kept)."""
-    key, x = f"{network}-b{batch}", inputs(network, batch, LATENCY_SEED)
+    key, x = f"{network}-b{batch}", inputs(network, batch, sizes.LATENCY_SEED)
     nets = (model, fuse_conv_bn_relu(model)[0], copy.deepcopy(model))
     out: list[Variant] = []
     for (part, role, freezing), net in zip(COMPILED, nets, strict=True):

@@ -11,12 +11,12 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from reference.harness import sizes
 from reference.harness.compare import Variant
 from reference.harness.results import Row
 
 from .denoiser import noisy_digits
 from .groupnorm import GroupNormFoldError, freeze_groupnorms, fuse_unet_attention
-from .measure import LATENCY_SEED
 
 
 @torch.no_grad()
@@ -70,9 +70,9 @@ def unet_variants(unet: nn.Module, batch: int) -> tuple[list[Variant], int]:
     config = {"batch": batch}
     return [
         Variant("unet-eager", {"method": "unet-eager", **config}, "baseline",
-                sample(unet), call(unet, LATENCY_SEED), against="unet-eager"),
+                sample(unet), call(unet, sizes.LATENCY_SEED), against="unet-eager"),
         Variant("unet-fused", {"method": "unet-fused", "blocks": blocks, **config}, "technique",
-                sample(fused), call(fused, LATENCY_SEED), against="unet-eager"),
+                sample(fused), call(fused, sizes.LATENCY_SEED), against="unet-eager"),
     ], blocks  # fmt: skip
 
 

@@ -7,18 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.harness.entry import integer, integers, real, seeds, switch
+from reference.harness import sizes
+from reference.harness.entry import integer, integers, real, switch
 
 BASELINE_STEPS = 50
 """The harness's one baseline: the teacher's DDIM on the clipped ODE, trailing timesteps, 50
 steps. DeepCache takes the same 50 steps and runs the whole U-Net on some of them."""
 BASELINE = f"ddim{BASELINE_STEPS}"
-LATENCY_SEED = 1000
-"""Noise seed of the latency batch (apart from the quality seeds)."""
-MIN_QUALITY = 20
-"""The smallest sample per seed with two samples per class."""
-MAX_QUALITY = 140
-"""The largest class-balanced sample the held-out real half offers (`scores.MAX_REAL_N`)."""
 MAX_BRANCH = 3
 """The zoo teacher's skip branches (one per resolution below the input's)."""
 SPEEDUP_AIM = 1.6
@@ -33,33 +28,23 @@ CONTROL_AIM = 1.0
 
 
 @dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run, and the cache it headlines."""
+class Config(sizes.Scored, sizes.Timed):
+    """Sizes of a benchmark or demonstration run (`sizes`), and the cache it headlines."""
 
+    batch_latency: int = 16
+    warmup: int = 2
     intervals: tuple[int, ...] = (2, 3, 5)
     headline_interval: int = 3
     branch: int = 1
-    n_quality: int = MAX_QUALITY
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    batch_latency: int = 16
-    repeats: int = 15
-    warmup: int = 2
     fbc_threshold: float = 0.1
     pab_skip: int = 3
     dit: bool = True
-    solution_steps: int = 200
+    solution_steps: int = sizes.SOLUTION_STEPS
     """Steps of the converged solution (`reference.harness.ode.SOLUTION`); fewer only in QUICK."""
 
     def validate(self) -> None:
-        if self.headline_interval not in self.intervals:
-            raise ValueError(
-                f"--headline-interval {self.headline_interval} is not one of --intervals "
-                f"{list(self.intervals)}"
-            )
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
-            )
+        sizes.check_one_of("headline_interval", self.headline_interval, "intervals", self.intervals)
+        super().validate()
 
 
 FULL = Config()
@@ -77,11 +62,8 @@ OPTIONS = (
     integers("intervals", low=1, high=BASELINE_STEPS),
     integer("headline_interval", low=1, high=BASELINE_STEPS),
     integer("branch", low=1, high=MAX_BRANCH),
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
-    seeds(),
-    integer("batch_latency", low=1, high=256),
-    integer("repeats", low=2, high=200),
-    integer("warmup", low=0, high=20),
+    *sizes.SCORED_OPTIONS,
+    *sizes.TIMED_OPTIONS,
     real("fbc_threshold", low=0.0, high=1.0),
     integer("pab_skip", low=1, high=BASELINE_STEPS),
     switch("dit"),

@@ -33,9 +33,10 @@ from typing import Any
 
 import torch
 
+from reference.harness import sizes
 from reference.harness.compare import Variant
 
-from .config import BASELINE, BASELINE_STEPS, LATENCY_SEED, Config
+from .config import BASELINE, BASELINE_STEPS, Config
 from .deepcache import DeepCacheEps, matched_ddim_steps
 
 MakeEps = Callable[[], Callable[..., torch.Tensor]]
@@ -76,7 +77,7 @@ def variant(
         x, full = run(make_eps, steps, make_noise(n, seed), class_labels(n))
         return x, {"full_steps": float(full)}
 
-    noise, labels = make_noise(cfg.batch_latency, LATENCY_SEED), class_labels(cfg.batch_latency)
+    noise, labels = sizes.latency_inputs(cfg.batch_latency)
     return Variant(
         id,
         config,

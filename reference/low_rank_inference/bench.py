@@ -46,6 +46,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from reference.harness import sizes
 from reference.harness.compare import (
     FIDELITY,
     Comparison,
@@ -55,7 +56,7 @@ from reference.harness.compare import (
     Variant,
     outcome,
 )
-from reference.harness.entry import choice, integer, names, real, reals, seeds
+from reference.harness.entry import choice, integer, names, real, reals
 from reference.harness.results import Figure, Metric, metrics, settings_of
 
 CONTRACT = 2
@@ -63,66 +64,52 @@ SLUG = "low-rank-inference"
 METHODS = ("svd", "asvd")
 QUALITY_AIM = 2.0
 """(1): the factorised DiT's distance to the solution at most twice the dense DiT's."""
-MIN_QUALITY, MAX_QUALITY = 20, 140
-"""Every class twice (the class-weighted KID needs pairs); the held-out real half's limit."""
 
 
 @dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run."""
+class Config(sizes.Scored, sizes.Timed):
+    """Sizes of a benchmark or demonstration run (`sizes`), the factorisations it compares and
+    their calibration, and the LoRA contrast."""
 
     budgets: tuple[float, ...] = (0.75, 0.5, 0.35)
     methods: tuple[str, ...] = METHODS
     headline_method: str = "asvd"
     headline_budget: float = 0.5
-    n_quality: int = MAX_QUALITY
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     steps: int = 50
-    solution_steps: int = 200
+    solution_steps: int = sizes.SOLUTION_STEPS
     calib_n: int = 64
     calib_steps: int = 10
-    latency_batch: int = 32
-    repeats: int = 15
-    warmup: int = 1
     lora_rank: int = 8
     lora_steps: int = 300
 
     def validate(self) -> None:
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
-            )
-        if self.headline_method not in self.methods:
-            raise ValueError(f"--headline-method {self.headline_method!r} is not one of --methods")
-        if self.headline_budget not in self.budgets:
-            raise ValueError(
-                f"--headline-budget {self.headline_budget} is not one of --budgets "
-                f"{list(self.budgets)}"
-            )
+        super().validate()
+        sizes.check_one_of("headline_method", self.headline_method, "methods", self.methods)
+        sizes.check_one_of("headline_budget", self.headline_budget, "budgets", self.budgets)
 
 
 FULL = Config()
 QUICK = Config(
     budgets=(0.5,),
-    n_quality=MIN_QUALITY,
+    n_quality=sizes.MIN_QUALITY,
     seeds=(0, 1),
     steps=4,
     solution_steps=8,
     calib_n=16,
     calib_steps=3,
-    latency_batch=4,
+    batch_latency=4,
     repeats=2,
     warmup=0,
     lora_steps=30,
 )
 DEMO = Config(
     budgets=(0.5,),
-    n_quality=MIN_QUALITY,
+    n_quality=sizes.MIN_QUALITY,
     seeds=(0, 1),
     steps=20,
     solution_steps=50,
     calib_n=32,
-    latency_batch=8,
+    batch_latency=8,
     repeats=3,
     lora_steps=100,
 )
@@ -131,15 +118,12 @@ OPTIONS = (
     names("methods", METHODS),
     choice("headline_method", METHODS),
     real("headline_budget", low=0.0, high=1.0),
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
-    seeds(),
+    *sizes.SCORED_OPTIONS,
     integer("steps", low=1, high=1000),
     integer("solution_steps", low=1, high=1000),
     integer("calib_n", low=1, high=1024),
     integer("calib_steps", low=1, high=1000),
-    integer("latency_batch", low=1, high=256),
-    integer("repeats", low=1, high=200),
-    integer("warmup", low=0, high=20),
+    *sizes.TIMED_OPTIONS,
     integer("lora_rank", low=1, high=96),
     integer("lora_steps", low=1, high=10000),
 )
@@ -166,7 +150,7 @@ def sampling(cfg: Config, run: SimpleNamespace) -> Comparison:
     judged on its fidelity to the solution, its limit the FLOP ratio (an estimate)."""
     from reference.harness.scores import QUALITY_METRICS, held_out_score
 
-    from .measure import LATENCY_SEED, sampler
+    from .measure import sampler
 
     def sample(m: Any) -> Callable[[int], Any]:
         return lambda seed: sampler(m.model, cfg.n_quality, m.steps, seed)()
@@ -177,7 +161,7 @@ def sampling(cfg: Config, run: SimpleNamespace) -> Comparison:
             m.config,
             m.role,
             sample=sample(m),
-            timed=sampler(m.model, cfg.latency_batch, m.steps, LATENCY_SEED),
+            timed=sampler(m.model, cfg.batch_latency, m.steps, sizes.LATENCY_SEED),
             facts=m.facts,
         )
         for m in run.models
@@ -243,10 +227,10 @@ def prepare(cfg: Config) -> SimpleNamespace:
         head=head,
         control=control,
         solution=solution_of,
-        inputs=lr.layer_inputs(dit, names, cfg.latency_batch),
+        inputs=lr.layer_inputs(dit, names, cfg.batch_latency),
         curves=lr.error_curves(dit, moments),
         full_rank=lr.full_rank_error(dit, names, moments),
-        lora=lr.lora_contrast(dit, cfg.lora_rank, cfg.lora_steps, cfg.latency_batch),
+        lora=lr.lora_contrast(dit, cfg.lora_rank, cfg.lora_steps, cfg.batch_latency),
     )
 
 

@@ -61,8 +61,6 @@ CURVE_NAMES = ("q", "ff")
 LORA_LAYER = "transformer_blocks.0.ff.net.0.proj"
 CALIBRATION_SEED = 2000
 """Noise of the calibration samples (no quality seed, no latency batch)."""
-LATENCY_SEED = 1000
-"""Noise of the timed samplings (apart from the quality seeds)."""
 EPS_SEED, INPUT_SEED, FULL_RANK_SEED, LORA_SEED = 7, 11, 3, 5
 """Noised test digits of (2), of the recorded layer inputs, of the full-rank check; the LoRA
 target's perturbation."""

@@ -49,11 +49,11 @@ def result_notes(cfg: Any, run: SimpleNamespace, m: Measured, lay: Measured) -> 
         raise ValueError("low-rank notes: the sampling comparison was not timed")
     lora = run.lora
     notes = [
-        latency_note(cfg.repeats, cfg.latency_batch),
+        latency_note(cfg.repeats, cfg.batch_latency),
         quality_note(cfg.n_quality, cfg.seeds),
         note("held-out-reference"),
         note("same-ode", steps=cfg.steps, solution_steps=cfg.solution_steps),
-        note("timed-units", batch=cfg.latency_batch, steps=cfg.steps, layers=len(run.names)),
+        note("timed-units", batch=cfg.batch_latency, steps=cfg.steps, layers=len(run.names)),
         note("calibration", calib_n=cfg.calib_n, calib_steps=cfg.calib_steps),
         note(
             "amdahl",

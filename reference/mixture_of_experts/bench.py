@@ -36,6 +36,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from reference.harness import sizes
 from reference.harness.compare import (
     Comparison,
     HeadlineSpec,
@@ -49,7 +50,7 @@ from reference.harness.compare import (
     measure as measure_comparison,
 )
 from reference.harness.cost import latency_note
-from reference.harness.entry import integer, seeds
+from reference.harness.entry import integer
 from reference.harness.results import Figure, Metric, metrics, note, settings_of
 from reference.harness.sampling import frozen
 from reference.harness.scores import QUALITY_METRICS, held_out_score
@@ -70,42 +71,21 @@ ROLES = {
 }
 AS_GOOD = 1.1
 """"About as good": the MoE's FDD at most this multiple of the same-parameters dense model's."""
-MIN_QUALITY = 20
-"""The smallest sample per seed at which every class has two samples (within-class diversity and
-the class-weighted KID need pairs) and the real row is defined."""
-MAX_QUALITY = 140
-"""The largest class-balanced sample the held-out real half offers (`scores.MAX_REAL_N`)."""
 
 
 @dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run."""
+class Config(sizes.Scored, sizes.Timed):
+    """Sizes of a benchmark or demonstration run: the quality sample and the timing (`sizes`),
+    and the DDIM steps."""
 
-    steps: int = 50
-    n_quality: int = MAX_QUALITY
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     batch_latency: int = 16
-    repeats: int = 15
-    warmup: int = 1
-
-    def validate(self) -> None:
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
-            )
+    steps: int = 50
 
 
 FULL = Config()
 QUICK = Config(steps=4, n_quality=20, seeds=(0, 1), batch_latency=4, repeats=2, warmup=0)
 DEMO = Config(steps=25, n_quality=20, seeds=(0, 1), batch_latency=8, repeats=3, warmup=1)
-OPTIONS = (
-    integer("steps", low=1, high=1000),
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
-    seeds(),
-    integer("batch_latency", low=1, high=256),
-    integer("repeats", low=1, high=200),
-    integer("warmup", low=0, high=20),
-)
+OPTIONS = (integer("steps", low=1, high=1000), *sizes.SCORED_OPTIONS, *sizes.TIMED_OPTIONS)
 
 
 def row_config(name: str) -> dict[str, Any]:
@@ -137,10 +117,6 @@ def _runner(model: nn.Module, cfg: Config, n: int, seed: int) -> Callable[[], to
     return lambda: solve(eps, noise, steps=cfg.steps, labels=labels)
 
 
-LATENCY_SEED = 1000
-"""Noise seed of the latency batch (apart from the quality seeds)."""
-
-
 def _size(m: nn.Module) -> dict[str, float]:
     return {
         "params_m": sum(p.numel() for p in m.parameters()) / 1e6,
@@ -168,7 +144,7 @@ def comparison(cfg: Config, models: Mapping[str, nn.Module]) -> Comparison:
             row_config(name),
             ROLES[name],  # type: ignore[arg-type]
             sample=lambda seed, m=m: _runner(m, cfg, cfg.n_quality, seed)(),
-            timed=_runner(m, cfg, cfg.batch_latency, LATENCY_SEED),
+            timed=_runner(m, cfg, cfg.batch_latency, sizes.LATENCY_SEED),
             facts=size[name],
         )
         for name, m in models.items()

@@ -64,6 +64,7 @@ from pathlib import Path
 
 import torch
 
+from reference.harness import sizes
 from reference.harness.compare import (
     Comparison,
     HeadlineSpec,
@@ -83,7 +84,6 @@ from .config import (
     CONTROL_AIM,
     DEMO,
     FULL,
-    LATENCY_SEED,
     OPTIONS,
     QUALITY_TOLERANCE,
     QUICK,
@@ -113,7 +113,7 @@ def variant(
         x = run(counter, make_noise(cfg.n_quality, seed), class_labels(cfg.n_quality), steps)
         return x, {"nfe": float(counter.nfe)}
 
-    noise, labels = make_noise(cfg.batch_latency, LATENCY_SEED), class_labels(cfg.batch_latency)
+    noise, labels = sizes.latency_inputs(cfg.batch_latency)
     return Variant(
         id,
         {"method": method, "steps": steps},

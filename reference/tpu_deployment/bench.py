@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reference.harness import sizes
 from reference.harness.compare import (
     Comparison,
     HeadlineSpec,
@@ -63,7 +64,7 @@ from reference.harness.compare import (
     Variant,
     outcome,
 )
-from reference.harness.entry import integer, integers, real, seeds
+from reference.harness.entry import integer, integers, real
 from reference.harness.results import Metric, Row, metrics, settings_of
 from reference.harness.scores import QUALITY_METRICS, held_out_score
 
@@ -90,33 +91,23 @@ SAMPLED = ("torch", "compiled", "bf16")
 MAX_ABS_RANGE: Range = (0.0, None)
 """A largest deviation is never negative: its t interval over seeds is clipped at 0 (eq. (7) of
 `reference.harness.compare`), as the integrity check clips it from the range the result records."""
-MIN_QUALITY, MAX_QUALITY = 20, 140
-"""Every class twice (the class-weighted KID needs pairs); the held-out real half's limit."""
 
 
 @dataclass(frozen=True)
-class Config:
-    """``n`` images per timed batch, ``steps`` DDIM steps, guidance, timing rounds, the stream
-    of request sizes served with and without batch ``buckets``, and the quality of
-    ``n_quality`` images on each of ``seeds`` (the solution at ``solution_steps``)."""
+class Config(sizes.Scored, sizes.Timed):
+    """The quality sample and the timing (`sizes`: ``batch_latency`` images per timed batch),
+    ``steps`` DDIM steps, guidance, the stream of request sizes served with and without batch
+    ``buckets``, and the solution's ``solution_steps``."""
 
-    n: int = 32
-    n_quality: int = MAX_QUALITY
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     steps: int = 50
     guidance_scale: float = 1.0
-    repeats: int = 15
-    warmup: int = 1
     stream: tuple[int, ...] = (3, 5, 6, 7, 12)
     buckets: tuple[int, ...] = (8, 16)
     full_rows: bool = True
-    solution_steps: int = 200
+    solution_steps: int = sizes.SOLUTION_STEPS
 
     def validate(self) -> None:
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
-            )
+        super().validate()
         if self.stream and max(self.stream) > max(self.buckets):
             raise ValueError(
                 f"--stream size {max(self.stream)} exceeds the largest of --buckets {self.buckets}"
@@ -125,16 +116,17 @@ class Config:
             jax = require_jax()
         except ImportError:
             raise ValueError(JAX_MISSING) from None
-        if self.full_rows and self.n % jax.device_count():
+        if self.full_rows and self.batch_latency % jax.device_count():
             raise ValueError(
-                f"--n {self.n} must be a multiple of the {jax.device_count()} devices of the mesh"
+                f"--batch-latency {self.batch_latency} must be a multiple of the "
+                f"{jax.device_count()} devices of the mesh"
             )
 
 
 FULL = Config()
 QUICK = Config(
-    n=8,
-    n_quality=MIN_QUALITY,
+    batch_latency=8,
+    n_quality=sizes.MIN_QUALITY,
     seeds=(0, 1),
     steps=2,
     repeats=2,
@@ -144,15 +136,19 @@ QUICK = Config(
     full_rows=False,
     solution_steps=8,
 )
-DEMO = Config(n=16, n_quality=MIN_QUALITY, seeds=(0, 1), steps=10, repeats=3, full_rows=False)
+DEMO = Config(
+    batch_latency=16,
+    n_quality=sizes.MIN_QUALITY,
+    seeds=(0, 1),
+    steps=10,
+    repeats=3,
+    full_rows=False,
+)
 OPTIONS = (
-    integer("n", low=1, high=512),
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
-    seeds(),
+    *sizes.SCORED_OPTIONS,
     integer("steps", low=1, high=1000),
     real("guidance_scale", low=0.0, high=20.0),
-    integer("repeats", low=1, high=200),
-    integer("warmup", low=0, high=20),
+    *sizes.TIMED_OPTIONS,
     integers("stream", low=1, high=512, unique=False),
     integers("buckets", low=1, high=512),
 )
@@ -255,7 +251,7 @@ def _measured(cfg: Config) -> tuple[Any, Any]:
     from .measure import measure as build_ways
 
     ways = build_ways(
-        cfg.n,
+        cfg.batch_latency,
         cfg.n_quality,
         cfg.steps,
         cfg.guidance_scale,
@@ -288,7 +284,7 @@ def measure(cfg: Config, staging: Path) -> Outcome:
             quality_reference="held-out-half",
         ),
         notes=notes(cfg, rows, ways, PARITY_TOLERANCE),
-        figures=figures(rows, cfg.n, cfg.steps, staging, SLUG),
+        figures=figures(rows, cfg.batch_latency, cfg.steps, staging, SLUG),
         extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
     )
 

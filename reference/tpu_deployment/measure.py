@@ -24,9 +24,6 @@ from typing import Any
 
 from . import require_jax
 
-LATENCY_SEED = 1000
-"""Noise seed of the timed batch (apart from the quality seeds)."""
-
 
 def load_teacher_params(dtype: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(params, cfg)`` of the zoo teacher, read from its verified safetensors file."""
@@ -193,12 +190,12 @@ def measure(
     """Build every way of running the loop, call each once on the timed batch (compiling the
     JAX programs), serve the request stream (``full_rows``), and return them (`Ways`)."""
     require_jax()
-    from reference.harness import class_labels, make_noise
+    from reference.harness import sizes
 
     from .sampler import Sampler, ddim_tables
 
     ways, devices = _ways(steps, guidance_scale, full_rows)
-    noise, labels = make_noise(n, seed=LATENCY_SEED), class_labels(n)
+    noise, labels = sizes.latency_inputs(n)
     timed = {name: _bind(run, noise, labels) for name, run in ways.items()}
     first_s, outputs = _first_calls(timed)
     max_abs = {k: float((v - outputs["torch"]).abs().max()) for k, v in outputs.items()}

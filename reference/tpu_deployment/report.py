@@ -89,9 +89,9 @@ def notes(cfg: Any, rows: Mapping[str, Row], ways: Any, tolerance: float) -> lis
         *payoff_notes(rows),
         note("held-out-reference"),
         quality_note(cfg.n_quality, cfg.seeds),
-        note("quality-rows", n=cfg.n_quality, batch=cfg.n),
+        note("quality-rows", n=cfg.n_quality, batch=cfg.batch_latency),
         note("published-tpu"),
-        latency_note(cfg.repeats, cfg.n),
+        latency_note(cfg.repeats, cfg.batch_latency),
     ]
     if ways.stream:
         ex, bu = ways.stream["exact"], ways.stream["buckets"]
