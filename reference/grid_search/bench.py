@@ -63,34 +63,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reference.harness import sizes
 from reference.harness.entry import Option, choice, integer, real, seeds
 
 from .objective import SELECT_SEEDS, SPACES
 
 CONTRACT = 2
 SLUG = "grid-search"
-MIN_QUALITY = 20
-"""The smallest sample per seed at which every class has two samples (within-class diversity
-and the class-weighted KID need pairs) and the real row is defined."""
-MAX_QUALITY = 140
-"""The largest class-balanced sample the held-out real half offers at a multiple of 10."""
-LATENCY_SEED = 1000
-"""Noise seed of the latency batch (apart from the selection and the reporting seeds)."""
 
 
 @dataclass(frozen=True)
-class Config:
-    """Sizes of the benchmark, and the worker's storage, study and objective (demo)."""
+class Config(sizes.Scored, sizes.Timed):
+    """Sizes of the benchmark (`sizes`; the latency batch apart from the selection and the
+    reporting seeds), and the worker's storage, study and objective (demo)."""
 
+    batch_latency: int = 100
     n_select: int = 100
     select_seeds: tuple[int, ...] = SELECT_SEEDS
-    n_quality: int = MAX_QUALITY
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     space: str = "full"
-    batch_latency: int = 100
-    repeats: int = 15
-    warmup: int = 1
-    solution_steps: int = 200
+    solution_steps: int = sizes.SOLUTION_STEPS
     """Steps of the converged solution (`reference.harness.ode.SOLUTION`); fewer only in QUICK."""
     train_steps: int = 200
     strategy_seeds: int = 8
@@ -107,12 +98,9 @@ class Config:
                 f"--select-seeds must be disjoint from --seeds (reported), got "
                 f"{self.select_seeds} and {self.seeds}"
             )
-        if LATENCY_SEED in set(self.select_seeds) | set(self.seeds):
-            raise ValueError(f"seed {LATENCY_SEED} is the latency batch's; choose another")
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
-            )
+        if sizes.LATENCY_SEED in set(self.select_seeds) | set(self.seeds):
+            raise ValueError(f"seed {sizes.LATENCY_SEED} is the latency batch's; choose another")
+        super().validate()
         if not 1 <= self.solution_steps <= 1000:
             raise ValueError(f"solution_steps must be in 1..1000, got {self.solution_steps}")
         if self.grace <= self.heartbeat:
@@ -157,14 +145,11 @@ def _text(pattern: str, what: str) -> Callable[[str], str]:
 
 
 OPTIONS = (
-    integer("n_select", low=MIN_QUALITY, high=1000),
+    integer("n_select", low=sizes.MIN_QUALITY, high=1000),
     seeds("select_seeds", min_count=1),
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
-    seeds(),
+    *sizes.SCORED_OPTIONS,
     choice("space", tuple(SPACES)),
-    integer("batch_latency", low=1, high=512),
-    integer("repeats", low=1, high=200),
-    integer("warmup", low=0, high=20),
+    *sizes.TIMED_OPTIONS,
     integer("train_steps", low=1, high=100_000),
     integer("strategy_seeds", low=1, high=100),
     Option("storage", _text(r"\S{1,500}", "a storage URL"), "URL"),
@@ -192,7 +177,7 @@ def comparison(cfg: Config, sel: Any) -> Any:
             row_config(key, p),
             ROLES[key],  # type: ignore[arg-type]
             sample=lambda seed, p=p: sample_point(p, cfg.n_quality, seed),
-            timed=lambda p=p: sample_point(p, cfg.batch_latency, LATENCY_SEED),
+            timed=lambda p=p: sample_point(p, cfg.batch_latency, sizes.LATENCY_SEED),
             facts=selection_facts(p, sel.grid),
         )
         for key, p in sel.points.items()

@@ -53,6 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from reference.harness import sizes
 from reference.harness.compare import (
     Comparison,
     HeadlineSpec,
@@ -65,13 +66,12 @@ from reference.harness.compare import (
 )
 from reference.harness.compare import measure as measure_comparison
 from reference.harness.cost import latency_note
-from reference.harness.entry import integer, names, reals, seeds
+from reference.harness.entry import integer, names, reals
 from reference.harness.results import Figure, Metric, Note, metrics, note, settings_of
 from reference.harness.scores import QUALITY_METRICS, held_out_score
-from reference.harness.seeds import SEEDS, quality_note
+from reference.harness.seeds import quality_note
 
 from .measure import (
-    LATENCY_SEED,
     Network,
     networks,
     runner,
@@ -85,33 +85,21 @@ from .zoo_specs import CALIBRATION, FINETUNE_STEPS, PRUNE_RATIO, TAYLOR_T_MAX, Z
 CONTRACT = 2
 SLUG = "pruning"
 HEAD = "finetuned"
-MIN_QUALITY, MAX_QUALITY = 20, 140
-"""Two samples per class at least (KID, diversity); at most the held-out real half's size."""
 SPEEDUP_AIM, QUALITY_AIM = 1.5, 1.3
 
 
 @dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run."""
+class Config(sizes.Scored, sizes.Timed):
+    """Sizes of a benchmark or demonstration run (`sizes`), the pruning grid and the
+    calibration batches of the Taylor criterion."""
 
     ratios: tuple[float, ...] = (0.25, 0.5, 0.75)
     criteria: tuple[str, ...] = ("l1", "taylor")
     unstructured: tuple[float, ...] = (0.5, 0.75)
-    n_quality: int = MAX_QUALITY
-    seeds: tuple[int, ...] = SEEDS
     steps: int = 50
-    latency_batch: int = 32
-    repeats: int = 15
-    warmup: int = 1
-    solution_steps: int = 200
+    solution_steps: int = sizes.SOLUTION_STEPS
     calib_batches: int = CALIBRATION["batches"]
     calib_batch: int = CALIBRATION["batch"]
-
-    def validate(self) -> None:
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
-            )
 
 
 FULL = Config()
@@ -121,7 +109,7 @@ QUICK = Config(
     n_quality=20,
     seeds=(0, 1),
     steps=4,
-    latency_batch=4,
+    batch_latency=4,
     repeats=3,
     solution_steps=8,
     calib_batches=2,
@@ -140,12 +128,9 @@ OPTIONS = (
     reals("ratios", low=0.0, high=1.0, open_low=True, open_high=True),
     names("criteria", CRITERIA),
     reals("unstructured", low=0.0, high=1.0, open_low=True, open_high=True),
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
-    seeds(),
+    *sizes.SCORED_OPTIONS,
     integer("steps", low=1, high=1000),
-    integer("latency_batch", low=1, high=256),
-    integer("repeats", low=1, high=200),
-    integer("warmup", low=0, high=20),
+    *sizes.TIMED_OPTIONS,
     integer("solution_steps", low=2, high=1000),
 )
 
@@ -167,7 +152,7 @@ def aims(steps: int, control_steps: int) -> tuple[QualityAim | SpeedupAim, ...]:
 
 def variant(net: Network, cfg: Config) -> Variant:
     """A row: sampled on every seed; timed on the latency batch unless it is a one-shot prune."""
-    timed = runner(net, cfg.latency_batch, LATENCY_SEED) if net.timed else None
+    timed = runner(net, cfg.batch_latency, sizes.LATENCY_SEED) if net.timed else None
     return Variant(
         net.id,
         dict(net.config),
@@ -234,7 +219,7 @@ def _notes(m: Measured, cfg: Config) -> list[Note]:
     h, base, control = rows[HEAD], rows["teacher"], rows["fewer-steps"]
     teacher_steps = int(zoo.manifest_entry("teacher")["steps"])
     notes = [
-        latency_note(cfg.repeats, cfg.latency_batch),
+        latency_note(cfg.repeats, cfg.batch_latency),
         quality_note(cfg.n_quality, cfg.seeds),
         note("held-out-reference"),
         note("same-noise", steps=cfg.steps),

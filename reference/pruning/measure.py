@@ -47,8 +47,6 @@ from .unstructured import weight_sparsity
 from .zoo_specs import FINETUNE_STEPS, PRUNE_RATIO, TAYLOR_T_MAX, load_pruned
 
 Role = Literal["baseline", "technique", "control", "reference"]
-LATENCY_SEED = 1000
-"""Noise seed of the latency batch (apart from the quality seeds)."""
 GRID_ROWS = ("teacher", "finetuned", "scratch")
 """The rows of the sample grid, top to bottom."""
 CURVE_LABEL = {
