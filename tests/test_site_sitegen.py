@@ -307,6 +307,24 @@ def test_compare_page_lists_results_and_missing_techniques(ctx: context.Context)
     assert "terms/xss-probe.md" in page.split("\n\n")[-1]
 
 
+def test_compare_page_names_the_machines_only_when_results_come_from_several(
+    ctx: context.Context,
+) -> None:
+    import copy
+
+    marker = {"en": "more than one machine", "es": "más de una máquina", "ru": "нескольких машинах"}
+    by_slug = ctx.results.by_slug
+    for slug, result in list(by_slug.items()):  # every result on one machine: no note
+        by_slug[slug] = copy.deepcopy(result)
+        by_slug[slug]["provenance"]["cpu"] = "Fixture CPU"
+    assert all(marker[lang] not in compare.compare_page(lang, ctx) for lang in marker)
+    by_slug["pruning"]["provenance"]["cpu"] = "Other <CPU>"
+    for lang, words in marker.items():
+        page = compare.compare_page(lang, ctx)
+        note = next(line for line in page.splitlines() if words in line)
+        assert "Other &lt;CPU&gt;" in note and "Fixture CPU" in note  # both named, escaped
+
+
 def test_compare_table_has_its_columns_and_sort_keys(ctx: context.Context) -> None:
     page = compare.compare_page("es", ctx)
     head = re.search(r"<thead>(.*?)</thead>", page).group(1)

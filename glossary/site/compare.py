@@ -241,13 +241,22 @@ def _charts(lang: str, ctx: Context) -> list[str]:
     return lines
 
 
+def machines_note(ctx: Context, text: ResultText) -> list[str]:
+    """Where the techniques' results come from more than one CPU model: which ones, and that a
+    speedup is a ratio of timings of one run on one machine (each result records its own)."""
+    cpus = sorted({r["provenance"]["cpu"] for r in ctx.results.by_slug.values()})
+    if len(cpus) < 2:
+        return []
+    return [text.message("site.compare-machines", {"machines": escape_text(", ".join(cpus))}), ""]
+
+
 def compare_page(lang: str, ctx: Context) -> str:
     """The reading guide, the charts and the sortable table of every technique's headline."""
     _ = translator(lang)
     text = ResultText("results", lang)
     words = ResultText("guide", lang)
     lines = ["# " + _("Comparison of techniques"), "", words.message("compare.intro"), ""]
-    lines += [text.message("site.compare-guide"), ""]
+    lines += [text.message("site.compare-guide"), "", *machines_note(ctx, text)]
     title = text.message("stacking.title")
     lines += [text.message("stacking.compare-link", {"link": f"[{title}](stacking.md)"}), ""]
     lines += compare_links(lang)
