@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.harness.entry import integer, integers, names, seeds
+from reference.harness import sizes
+from reference.harness.entry import integer, integers, names
 
 from .schedulers import SCHEDULERS
 
@@ -19,29 +20,21 @@ FIDELITY_AIM = 1.0
 """(2): the headline solver at least as close to the solution as the baseline."""
 QUALITY_TOLERANCE = 1.1
 """(3): the headline solver keeps the baseline's FDD within 10% (paired ratio)."""
-MIN_QUALITY, MAX_QUALITY = 20, 140
-"""Every class twice (the class-weighted KID needs pairs); the held-out real half's limit."""
-LATENCY_SEED = 1000
-"""Noise seed of the latency batch (apart from the quality seeds)."""
 TECHNIQUES = ("dpmpp2m", "unipc")
 
 
 @dataclass(frozen=True)
-class Config:
-    """Sizes of a benchmark or demonstration run."""
+class Config(sizes.Scored, sizes.Timed):
+    """Sizes of a benchmark or demonstration run (`sizes`), the solvers and their NFE grid, and
+    the DDPM reference."""
 
-    n_quality: int = MAX_QUALITY
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     nfe_grid: tuple[int, ...] = NFE_GRID
     schedulers: tuple[str, ...] = tuple(SCHEDULERS)
     headline_nfe: int = 10
     baseline_nfe: int = 50
     ref_seeds: int = 2
     ref_steps: int = 1000
-    batch_latency: int = 32
-    repeats: int = 15
-    warmup: int = 1
-    solution_steps: int = 200
+    solution_steps: int = sizes.SOLUTION_STEPS
     """Steps of the converged solution (`reference.harness.ode.SOLUTION`); fewer only in QUICK."""
 
     def validate(self) -> None:
@@ -53,16 +46,9 @@ class Config:
                 f"--headline-nfe must be below --baseline-nfe {self.baseline_nfe}, "
                 f"got {self.headline_nfe}"
             )
-        for name, k in (
-            ("--headline-nfe", self.headline_nfe),
-            ("--baseline-nfe", self.baseline_nfe),
-        ):
-            if k not in self.nfe_grid:
-                raise ValueError(f"{name} {k} is not one of --nfe-grid {self.nfe_grid}")
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
-            )
+        sizes.check_one_of("headline_nfe", self.headline_nfe, "nfe_grid", self.nfe_grid)
+        sizes.check_one_of("baseline_nfe", self.baseline_nfe, "nfe_grid", self.nfe_grid)
+        super().validate()
         if self.ref_seeds > len(self.seeds):
             raise ValueError(
                 f"--ref-seeds must be at most the {len(self.seeds)} seeds, got {self.ref_seeds}"
@@ -91,15 +77,12 @@ DEMO = Config(
     n_quality=60, seeds=(0, 1), nfe_grid=(1, 2, 5, 10, 20), headline_nfe=5, baseline_nfe=20
 )
 OPTIONS = (
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
-    seeds(),
+    *sizes.SCORED_OPTIONS,
     integers("nfe_grid", low=1, high=1000),
     names("schedulers", tuple(SCHEDULERS), min_count=2),
     integer("headline_nfe", low=1, high=1000),
     integer("baseline_nfe", low=2, high=1000),
     integer("ref_seeds", low=2, high=100),
     integer("ref_steps", low=2, high=1000),
-    integer("batch_latency", low=1, high=256),
-    integer("repeats", low=2, high=200),
-    integer("warmup", low=0, high=20),
+    *sizes.TIMED_OPTIONS,
 )

@@ -13,9 +13,10 @@ from typing import Any
 
 import torch
 
+from reference.harness import sizes
 from reference.harness.compare import FIDELITY, Measured, QualityAim, Variant
 
-from .config import CONTROL_AIM, FIDELITY_AIM, LATENCY_SEED, QUALITY_TOLERANCE, TECHNIQUES, Config
+from .config import CONTROL_AIM, FIDELITY_AIM, QUALITY_TOLERANCE, TECHNIQUES, Config
 from .samplers import Mode, runner
 
 
@@ -82,7 +83,7 @@ def variant(cfg: Config, spec: Spec, model: torch.nn.Module) -> Variant:
         )
         return x, {"nfe": float(counter.nfe)}
 
-    noise, labels = make_noise(cfg.batch_latency, LATENCY_SEED), class_labels(cfg.batch_latency)
+    noise, labels = sizes.latency_inputs(cfg.batch_latency)
     config: dict[str, Any] = {"method": spec.method, "nfe": spec.nfe}
     if spec.method == "ddpm-reference":
         config |= {"samples": cfg.n_quality, "seeds": cfg.ref_seeds}
@@ -91,7 +92,9 @@ def variant(cfg: Config, spec: Spec, model: torch.nn.Module) -> Variant:
         config,
         spec.role,  # type: ignore[arg-type]
         sample=sample,  # type: ignore[arg-type]
-        timed=(lambda: run(eps, noise, labels, spec.nfe, LATENCY_SEED)) if spec.timed else None,
+        timed=(lambda: run(eps, noise, labels, spec.nfe, sizes.LATENCY_SEED))
+        if spec.timed
+        else None,
     )
 
 
