@@ -65,11 +65,11 @@ from reference.harness.compare import (
     Outcome,
     QualityAim,
     Variant,
-    outcome,
 )
 from reference.harness.compare import measure as measure_comparison
+from reference.harness.declared import sampled_outcome
 from reference.harness.entry import integer, integers
-from reference.harness.results import Figure, metrics, settings_of
+from reference.harness.results import Figure, metrics
 from reference.harness.scores import QUALITY_METRICS, held_out_score
 
 from .core import MAX_TIMESTEP, sampling_timesteps
@@ -251,7 +251,6 @@ def _train_seconds(name: str) -> float:
 def measure(cfg: Config, staging: Path) -> Outcome:
     """Sample (paired seeds), score and time every sampler with its decode, then time the
     decode apart; write the figures."""
-    from reference.harness.scores import real_row
 
     models = _models()
     m = measure_comparison(comparison(cfg, models))
@@ -260,23 +259,18 @@ def measure(cfg: Config, staging: Path) -> Outcome:
     fdd_bars(staging / figures[0].file, m.rows, len(cfg.seeds))
     h = cfg.headline_steps
     sample_grid(staging / figures[1].file, m.first, [BASELINE, f"cm{h}", f"dpm{h}"])
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            baseline_steps=BASELINE_STEPS,
-            max_timestep=MAX_TIMESTEP,
-            scheduler="ddim",
-            ode="unclipped-latent",
-            quality_reference="held-out-half",
-            guidance_scale=1.0,
-            consistency_train_seconds=_train_seconds("consistency_latent"),
-            latent_teacher_train_seconds=_train_seconds("latent_teacher"),
-        ),
+        cfg,
         notes=notes(cfg, parts, BASELINE, BASELINE_STEPS, _nfe_ratio(m)),
         figures=figures,
-        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
         more=[parts.measured],
+        ode="unclipped-latent",
+        baseline_steps=BASELINE_STEPS,
+        max_timestep=MAX_TIMESTEP,
+        guidance_scale=1.0,
+        consistency_train_seconds=_train_seconds("consistency_latent"),
+        latent_teacher_train_seconds=_train_seconds("latent_teacher"),
     )
 
 

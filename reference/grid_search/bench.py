@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from reference.harness import sizes
+from reference.harness.declared import SAMPLED_COLUMNS, lower, sampled_outcome
 from reference.harness.entry import Option, choice, integer, real, seeds
 
 from .objective import SELECT_SEEDS, SPACES
@@ -165,8 +166,8 @@ def comparison(cfg: Config, sel: Any) -> Any:
     """The reported points on the reporting seeds, from the same noise per seed: the choice is
     the headline, judged against the default (baseline) and the two controls."""
     from reference.harness.compare import Comparison, HeadlineSpec, Variant
-    from reference.harness.results import Metric, metrics
-    from reference.harness.scores import QUALITY_METRICS, held_out_score
+    from reference.harness.results import metrics
+    from reference.harness.scores import held_out_score
 
     from .objective import sample_point
     from .report import ROLES, choice_aims, row_config, selection_facts, solution_of
@@ -186,12 +187,7 @@ def comparison(cfg: Config, sel: Any) -> Any:
     return Comparison(
         variants=variants,
         metrics=metrics(
-            "latency_ms",
-            "speedup",
-            *QUALITY_METRICS,
-            fd_select=Metric("", "lower"),
-            rows_per_image=Metric("", "lower"),
-            train_s=Metric("s", "lower"),
+            *SAMPLED_COLUMNS, **lower("fd_select", "rows_per_image"), **lower("train_s", unit="s")
         ),
         score=held_out_score(cfg.n_quality),
         seeds=cfg.seeds,
@@ -214,9 +210,6 @@ def measure(cfg: Config, staging: Path) -> Any:
     """Grid and training grid on the selection side, then the declared comparison of the
     reported points on the reporting side; writes the Pareto and strategies figures."""
     from reference.harness.compare import measure as measure_comparison
-    from reference.harness.compare import outcome
-    from reference.harness.results import settings_of
-    from reference.harness.scores import real_row
 
     from .figures import write_figures
     from .notes import result_notes
@@ -233,28 +226,21 @@ def measure(cfg: Config, staging: Path) -> Any:
         staging / f".{SLUG}-study.db",
     )
     m = measure_comparison(comparison(cfg, sel))
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            samplers=list(sel.space["sampler"]),
-            steps=list(sel.space["steps"]),
-            guidance=list(sel.space["guidance"]),
-            default_sampler=DEFAULT_POINT["sampler"],
-            default_steps=DEFAULT_POINT["steps"],
-            default_guidance=DEFAULT_POINT["guidance"],
-            ode="clipped",
-            selection_reference="train-digits",
-            quality_reference="held-out-half",
-            storage="sqlite",
-        ),
+        cfg,
         notes=result_notes(cfg, sel, m),
         figures=write_figures(sel, staging, SLUG),
-        extra_rows=[
-            *front_rows(sel.front, sel.points),
-            *lr_rows(sel.train_grid, cfg.train_steps),
-            real_row(cfg.n_quality).as_row("fd_digits", "kid_digits"),
-        ],
+        extra_rows=[*front_rows(sel.front, sel.points), *lr_rows(sel.train_grid, cfg.train_steps)],
+        scheduler=None,
+        samplers=list(sel.space["sampler"]),
+        steps=list(sel.space["steps"]),
+        guidance=list(sel.space["guidance"]),
+        default_sampler=DEFAULT_POINT["sampler"],
+        default_steps=DEFAULT_POINT["steps"],
+        default_guidance=DEFAULT_POINT["guidance"],
+        selection_reference="train-digits",
+        storage="sqlite",
     )
 
 

@@ -41,7 +41,7 @@ Sources: Eckart & Young 1936 (doi:10.1007/BF02288367); SVD-LLM, Wang et al. 2024
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -54,10 +54,10 @@ from reference.harness.compare import (
     Outcome,
     QualityAim,
     Variant,
-    outcome,
 )
+from reference.harness.declared import SAMPLED_COLUMNS, lower, sampled_outcome
 from reference.harness.entry import choice, integer, names, real, reals
-from reference.harness.results import Figure, Metric, metrics, settings_of
+from reference.harness.results import Figure, metrics
 
 CONTRACT = 2
 SLUG = "low-rank-inference"
@@ -102,16 +102,8 @@ QUICK = Config(
     warmup=0,
     lora_steps=30,
 )
-DEMO = Config(
-    budgets=(0.5,),
-    n_quality=sizes.MIN_QUALITY,
-    seeds=(0, 1),
-    steps=20,
-    solution_steps=50,
-    calib_n=32,
-    batch_latency=8,
-    repeats=3,
-    lora_steps=100,
+DEMO = replace(  # the quick run, longer and larger
+    QUICK, steps=20, solution_steps=50, calib_n=32, batch_latency=8, repeats=3, lora_steps=100
 )
 OPTIONS = (
     reals("budgets", low=0.0, high=1.0, open_low=True),
@@ -148,7 +140,7 @@ def sampling_aims(cfg: Config, control_steps: int) -> tuple[QualityAim, ...]:
 def sampling(cfg: Config, run: SimpleNamespace) -> Comparison:
     """The dense DiT, its factorisations and the control on the same noise; the headline is
     judged on its fidelity to the solution, its limit the FLOP ratio (an estimate)."""
-    from reference.harness.scores import QUALITY_METRICS, held_out_score
+    from reference.harness.scores import held_out_score
 
     from .measure import sampler
 
@@ -170,15 +162,11 @@ def sampling(cfg: Config, run: SimpleNamespace) -> Comparison:
     return Comparison(
         variants=variants,
         metrics=metrics(
-            "latency_ms",
-            "speedup",
-            *QUALITY_METRICS,
+            *SAMPLED_COLUMNS,
             "gflops",
             "params_m",
             "nfe",
-            rms_to_solution=Metric("", "lower"),
-            kept=Metric("", "lower"),
-            eps_rel_error=Metric("", "lower"),
+            **lower("rms_to_solution", "kept", "eps_rel_error"),
         ),
         score=held_out_score(cfg.n_quality),
         seeds=cfg.seeds,
@@ -247,7 +235,6 @@ def measured(cfg: Config) -> tuple[SimpleNamespace, list[Any]]:
 
 def measure(cfg: Config, staging: Path) -> Outcome:
     """Sample (paired seeds) and time the models, time the layers and LoRA; write figures."""
-    from reference.harness.scores import real_row
 
     from .figures import budget_figure, error_vs_rank
     from .notes import result_notes
@@ -260,22 +247,16 @@ def measure(cfg: Config, staging: Path) -> Outcome:
     error_vs_rank(run.curves, staging / figures[0].file)
     budget_figure([*m.rows, *lay.rows], cfg, staging / figures[1].file)
     factorised = [x for x in run.models if x.role == "technique"]
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            scheduler="ddim",
-            ode="clipped",
-            quality_reference="held-out-half",
-            target_layers=len(run.names),
-            control_steps=run.control.steps,
-            rank_rows=[x.key for x in factorised],
-            ranks=[[x.ranks.get(n) for n in run.names] for x in factorised],
-        ),
+        cfg,
         notes=result_notes(cfg, run, m, lay),
         figures=figures,
-        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
         more=[lay, lo],
+        target_layers=len(run.names),
+        control_steps=run.control.steps,
+        rank_rows=[x.key for x in factorised],
+        ranks=[[x.ranks.get(n) for n in run.names] for x in factorised],
     )
 
 

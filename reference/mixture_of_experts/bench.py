@@ -44,16 +44,16 @@ from reference.harness.compare import (
     QualityAim,
     SpeedupAim,
     Variant,
-    outcome,
 )
 from reference.harness.compare import (
     measure as measure_comparison,
 )
 from reference.harness.cost import latency_note
+from reference.harness.declared import SAMPLED_COLUMNS, lower, sampled_outcome
 from reference.harness.entry import integer
-from reference.harness.results import Figure, Metric, metrics, note, settings_of
+from reference.harness.results import Figure, metrics, note
 from reference.harness.sampling import frozen
-from reference.harness.scores import QUALITY_METRICS, held_out_score
+from reference.harness.scores import held_out_score
 
 from .accounting import RoutingRecorder, active_parameters, flops_per_token
 from .figures import utilisation_figure
@@ -153,12 +153,10 @@ def comparison(cfg: Config, models: Mapping[str, nn.Module]) -> Comparison:
     return Comparison(
         variants=variants,
         metrics=metrics(
-            "latency_ms",
-            "speedup",
-            *QUALITY_METRICS,
+            *SAMPLED_COLUMNS,
             "params_m",
-            active_params_m=Metric("M", "lower"),
-            mflops_per_token=Metric("", "lower"),
+            **lower("active_params_m", unit="M"),
+            **lower("mflops_per_token"),
         ),
         score=held_out_score(cfg.n_quality),
         seeds=cfg.seeds,
@@ -229,7 +227,6 @@ def _measured(cfg: Config) -> tuple[Any, list[list[float]]]:
 def measure(cfg: Config, staging: Path) -> Outcome:
     """Sample (paired seeds), time and count the four zoo models; write the figures."""
     from reference.harness import save_grid
-    from reference.harness.scores import real_row
 
     m, fractions = _measured(cfg)
     figures = [Figure(f"{SLUG}.png", "utilisation"), Figure(f"{SLUG}-samples.png", "samples")]
@@ -237,20 +234,15 @@ def measure(cfg: Config, staging: Path) -> Outcome:
     show = min(20, cfg.n_quality)
     ids = [n.removeprefix("moe_") for n in MODELS]
     save_grid(torch.cat([m.first[i][:show] for i in ids]), staging / figures[1].file, nrow=10)
-    return outcome(
+    dense = CONFIGS["moe_dense"]
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            scheduler="ddim",
-            ode="clipped",
-            quality_reference="held-out-half",
-            dim=CONFIGS["moe_dense"]["dim"],
-            depth=CONFIGS["moe_dense"]["depth"],
-            mlp_hidden=CONFIGS["moe_dense"]["mlp_hidden"],
-        ),
+        cfg,
         notes=_notes(cfg, m, fractions),
         figures=figures,
-        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
+        dim=dense["dim"],
+        depth=dense["depth"],
+        mlp_hidden=dense["mlp_hidden"],
     )
 
 

@@ -50,7 +50,7 @@ Pitfalls
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reference.harness import sizes
@@ -62,13 +62,13 @@ from reference.harness.compare import (
     QualityAim,
     SpeedupAim,
     Variant,
-    outcome,
 )
 from reference.harness.compare import measure as measure_comparison
 from reference.harness.cost import latency_note
+from reference.harness.declared import SAMPLED_COLUMNS, higher, lower, sampled_outcome
 from reference.harness.entry import integer, names, reals
-from reference.harness.results import Figure, Metric, Note, metrics, note, settings_of
-from reference.harness.scores import QUALITY_METRICS, held_out_score
+from reference.harness.results import Figure, Note, metrics, note
+from reference.harness.scores import held_out_score
 from reference.harness.seeds import quality_note
 
 from .measure import (
@@ -115,15 +115,9 @@ QUICK = Config(
     calib_batches=2,
     calib_batch=16,
 )
-DEMO = Config(
-    ratios=(0.5,),
-    unstructured=(0.5,),
-    n_quality=20,
-    seeds=(0, 1),
-    steps=10,
-    repeats=5,
-    solution_steps=50,
-)
+DEMO = replace(
+    QUICK, steps=10, batch_latency=32, repeats=5, solution_steps=50
+)  # the quick run, longer
 OPTIONS = (
     reals("ratios", low=0.0, high=1.0, open_low=True, open_high=True),
     names("criteria", CRITERIA),
@@ -171,14 +165,12 @@ def comparison(cfg: Config, nets: list[Network]) -> Comparison:
     return Comparison(
         variants=tuple(variant(n, cfg) for n in nets),
         metrics=metrics(
-            "latency_ms",
-            "speedup",
-            *QUALITY_METRICS,
+            *SAMPLED_COLUMNS,
             "nfe",
             "gflops",
             "params_m",
-            flops_ratio=Metric("", "lower"),
-            sparsity=Metric("", "higher"),
+            **lower("flops_ratio"),
+            **higher("sparsity"),
         ),
         score=held_out_score(cfg.n_quality),
         seeds=cfg.seeds,
@@ -263,26 +255,19 @@ def _measured(cfg: Config) -> tuple[Measured, list[Network]]:
 
 def measure(cfg: Config, staging: Path) -> Outcome:
     """Sample (paired seeds), score, time and count every row; write the two figures."""
-    from reference.harness.scores import real_row
 
     m, nets = _measured(cfg)
     figures = [Figure(f"{SLUG}.png", "fdd-vs-ratio"), Figure(f"{SLUG}-samples.png", "samples")]
     curve, grid = (staging / f.file for f in figures)
     save_figures(m, cfg.ratios, cfg.criteria, curve, grid)
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            scheduler="ddim",
-            ode="clipped",
-            quality_reference="held-out-half",
-            taylor_t_max=TAYLOR_T_MAX,
-            finetune_steps=FINETUNE_STEPS,
-            control_steps=next(n.steps for n in nets if n.id == "fewer-steps"),
-        ),
+        cfg,
         notes=_notes(m, cfg),
         figures=figures,
-        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
+        taylor_t_max=TAYLOR_T_MAX,
+        finetune_steps=FINETUNE_STEPS,
+        control_steps=next(n.steps for n in nets if n.id == "fewer-steps"),
     )
 
 

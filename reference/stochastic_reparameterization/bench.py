@@ -49,21 +49,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference.harness.entry import integer, seeds
-from reference.harness.results import Metric, metrics
+from reference.harness import sizes
+from reference.harness.declared import higher, lower, sampled_outcome
+from reference.harness.entry import integer
+from reference.harness.results import metrics
 
 CONTRACT = 2
 SLUG = "stochastic-reparameterization"
 HEADLINE = "train-eps-is-ld-anti"
-MIN_QUALITY = 20
-"""The smallest sample per seed at which every class of the labels has two samples (the
-class-weighted KID needs pairs) and the real row is defined."""
-MAX_QUALITY = 140
-"""The largest class-balanced sample the held-out real half offers (`scores.MAX_REAL_N`)."""
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(sizes.Scored):
     """Sizes of one run: variance draws, batch, training budget, quality samples and seeds."""
 
     batch: int = 32
@@ -73,23 +70,18 @@ class Config:
     train_steps: int = 400
     train_batch: int = 32
     eval_every: int = 40
-    n_quality: int = MAX_QUALITY
     steps: int = 50
     is_bins: int = 50
     is_history: int = 10
     heldout_images: int = 300
     heldout_repeats: int = 4
     train_seeds: int = 2
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
 
     def validate(self) -> None:
+        super().validate()
         if self.batch % 2:
             raise ValueError(
                 f"--batch must be an even number >= 2 (antithetic pairs), got {self.batch}"
-            )
-        if self.n_quality % 10:
-            raise ValueError(
-                f"--n-quality must be a multiple of 10 (classes), got {self.n_quality}"
             )
         if self.own_draws < 2 or self.loss_draws < 4:
             raise ValueError("a variance needs repeated draws: own_draws >= 2, loss_draws >= 4")
@@ -104,7 +96,7 @@ QUICK = Config(
     train_steps=6,
     train_batch=8,
     eval_every=3,
-    n_quality=20,
+    n_quality=sizes.MIN_QUALITY,
     steps=5,
     is_bins=4,
     is_history=2,
@@ -119,23 +111,16 @@ OPTIONS = (
     integer("loss_draws", low=4, high=100_000),
     integer("grad_draws", low=2, high=10_000),
     integer("train_steps", low=1, high=100_000),
-    integer("n_quality", low=MIN_QUALITY, high=MAX_QUALITY),
     integer("steps", low=1, high=1000),
     integer("train_seeds", low=1, high=20),
-    seeds(),
+    *sizes.SCORED_OPTIONS,
 )
 METRICS = metrics(
     "fd_digits",
     "kid_digits",
-    loss_var_reduction=Metric("x", "higher"),
-    grad_var_reduction=Metric("x", "higher"),
-    proj_var_reduction=Metric("x", "higher"),
-    loss_rel_var=Metric("", "lower"),
-    grad_noise_ratio=Metric("", "lower"),
-    noise_scale=Metric("", "lower"),
-    heldout_eps_mse=Metric("", "lower"),
-    heldout_x0_mse=Metric("", "lower"),
-    examples_to_reach=Metric("", "lower"),
+    **higher("loss_var_reduction", "grad_var_reduction", "proj_var_reduction", unit="x"),
+    **lower("loss_rel_var", "grad_noise_ratio", "noise_scale"),
+    **lower("heldout_eps_mse", "heldout_x0_mse", "examples_to_reach"),
 )
 
 
@@ -195,9 +180,7 @@ def measure(cfg: Config, staging: Path) -> Any:
     """Train, measure the variances, sample and score every scheme on paired seeds; write the
     three figures."""
     from reference.harness.compare import measure as measure_comparison
-    from reference.harness.compare import outcome
-    from reference.harness.results import Figure, settings_of
-    from reference.harness.scores import real_row
+    from reference.harness.results import Figure
 
     from .figures import mechanism_figure, training_figure, variance_figure
     from .notes import notes_of
@@ -219,20 +202,15 @@ def measure(cfg: Config, staging: Path) -> Any:
     mechanism_figure(ctx, loss, staging / figures[1].file)
     training_figure(runs, staging / figures[2].file)
     by_id = {r.id: r for r in [*vrows, *m.rows]}
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            scheduler="ddim",
-            ode="clipped",
-            quality_reference="held-out-half",
-            sigma_data=round(ctx.edm.sigma_data, 4),
-            edm_p_mean=-1.2,
-            edm_p_std=1.2,
-        ),
+        cfg,
         notes=notes_of(ctx, cfg, loss, by_id, grads, runs, scores.fdd),
         figures=figures,
-        extra_rows=[*vrows, real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
+        extra_rows=vrows,
+        sigma_data=round(ctx.edm.sigma_data, 4),
+        edm_p_mean=-1.2,
+        edm_p_std=1.2,
     )
 
 

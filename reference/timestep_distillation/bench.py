@@ -72,10 +72,10 @@ from reference.harness.compare import (
     Outcome,
     QualityAim,
     Variant,
-    outcome,
 )
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.results import Figure, metrics, settings_of
+from reference.harness.declared import sampled_outcome
+from reference.harness.results import Figure, metrics
 from reference.harness.scores import QUALITY_METRICS, held_out_score
 
 from .config import (
@@ -144,37 +144,21 @@ def variants(
 def aims(cfg: Config) -> tuple[QualityAim, ...]:
     """(1) and (1') for every student against its two controls, (2) for the headline student."""
     h, fdd = cfg.headline_steps, "fd_digits"
-    beats = tuple(
-        QualityAim(
-            "beats-control",
-            f"student{n}",
-            f"teacher{n}",
-            fdd,
-            "<",
-            CONTROL_AIM,
-            "ratio",
-            {"steps": n},
+
+    def beats(aim: str, control: str) -> tuple[QualityAim, ...]:
+        """Each student at ``n`` steps beats the ``control`` row at the same steps, on FDD."""
+        return tuple(
+            QualityAim(
+                aim, f"student{n}", f"{control}{n}", fdd, "<", CONTROL_AIM, "ratio", {"steps": n}
+            )
+            for n in sorted(cfg.steps, reverse=True)
         )
-        for n in sorted(cfg.steps, reverse=True)
-    )
-    trailing = tuple(
-        QualityAim(
-            "beats-trailing",
-            f"student{n}",
-            f"ddim{n}",
-            fdd,
-            "<",
-            CONTROL_AIM,
-            "ratio",
-            {"steps": n},
-        )
-        for n in sorted(cfg.steps, reverse=True)
-    )
+
     params = {"steps": h, "base_steps": BASELINE_STEPS}
     quality = QualityAim(
         "quality", f"student{h}", BASELINE, fdd, "<=", QUALITY_TOLERANCE, "ratio", params
     )
-    return (*beats, *trailing, quality)
+    return (*beats("beats-control", "teacher"), *beats("beats-trailing", "ddim"), quality)
 
 
 def comparison(
@@ -220,22 +204,18 @@ def measure(cfg: Config, staging: Path) -> Outcome:
     figures = [Figure(f"{SLUG}.png", "quality-vs-steps"), Figure(f"{SLUG}-samples.png", "samples")]
     quality_curve(staging / figures[0].file, m.table, cfg.steps, real.fdd)
     samples_grid(staging / figures[1].file, m.first, [BASELINE, f"student{h}", f"teacher{h}"])
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            baseline_steps=BASELINE_STEPS,
-            base_steps=BASE_STEPS,
-            guidance_scale=1.0,
-            ode="clipped",
-            student_sampler="grid-ddim",
-            quality_reference="held-out-half",
-            distillation_train_seconds=round(train_seconds(*PLAN), 1),
-            teacher_train_seconds=round(train_seconds("teacher"), 1),
-        ),
+        cfg,
         notes=notes(cfg, m),
         figures=figures,
-        extra_rows=[real.as_row("fd_digits", "kid_digits")],
+        scheduler=None,
+        baseline_steps=BASELINE_STEPS,
+        base_steps=BASE_STEPS,
+        guidance_scale=1.0,
+        student_sampler="grid-ddim",
+        distillation_train_seconds=round(train_seconds(*PLAN), 1),
+        teacher_train_seconds=round(train_seconds("teacher"), 1),
     )
 
 

@@ -49,7 +49,7 @@ Pitfalls
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,11 @@ from reference.harness.compare import (
     Range,
     SpeedupAim,
     Variant,
-    outcome,
 )
+from reference.harness.declared import SAMPLED_COLUMNS, lower, sampled_outcome
 from reference.harness.entry import integer, integers, real
-from reference.harness.results import Metric, Row, metrics, settings_of
-from reference.harness.scores import QUALITY_METRICS, held_out_score
+from reference.harness.results import Row, metrics
+from reference.harness.scores import held_out_score
 
 from . import JAX_MISSING, configure_host_devices, require_jax
 
@@ -136,13 +136,8 @@ QUICK = Config(
     full_rows=False,
     solution_steps=8,
 )
-DEMO = Config(
-    batch_latency=16,
-    n_quality=sizes.MIN_QUALITY,
-    seeds=(0, 1),
-    steps=10,
-    repeats=3,
-    full_rows=False,
+DEMO = replace(  # the quick run, longer, against the full solution
+    QUICK, batch_latency=16, steps=10, repeats=3, solution_steps=sizes.SOLUTION_STEPS
 )
 OPTIONS = (
     *sizes.SCORED_OPTIONS,
@@ -205,13 +200,10 @@ def comparison(cfg: Config, ways: Any) -> Comparison:
     return Comparison(
         variants=variants,
         metrics=metrics(
-            "latency_ms",
-            "speedup",
-            *QUALITY_METRICS,
-            rms_to_solution=Metric("", "lower"),
-            max_abs_vs_torch=Metric("", "lower"),
-            ms_per_image=Metric("ms", "lower"),
-            compile_s=Metric("s", "lower"),
+            *SAMPLED_COLUMNS,
+            **lower("rms_to_solution", "max_abs_vs_torch"),
+            **lower("ms_per_image", unit="ms"),
+            **lower("compile_s", unit="s"),
         ),
         score=score(cfg.n_quality),
         seeds=cfg.seeds,
@@ -266,26 +258,19 @@ def _measured(cfg: Config) -> tuple[Any, Any]:
 def measure(cfg: Config, staging: Path) -> Outcome:
     """Sample (paired seeds), time and compile every way of running the loop; write the
     figures."""
-    from reference.harness.scores import real_row
 
     from .report import figures, notes
 
     m, ways = _measured(cfg)
     rows = {r.id: r for r in m.rows}
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            devices=ways.devices,
-            backend="cpu",
-            jax=str(require_jax().__version__),
-            scheduler="ddim",
-            ode="clipped",
-            quality_reference="held-out-half",
-        ),
+        cfg,
         notes=notes(cfg, rows, ways, PARITY_TOLERANCE),
         figures=figures(rows, cfg.batch_latency, cfg.steps, staging, SLUG),
-        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
+        devices=ways.devices,
+        backend="cpu",
+        jax=str(require_jax().__version__),
     )
 
 
