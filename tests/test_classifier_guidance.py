@@ -203,7 +203,7 @@ def test_the_unguided_row_is_scored_without_its_targets() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--cg-scale", "3"], "--cg-scale 3 is not one of --cg-scales"),
+        (["--cg-scale", "3"], "--cg-scale 3.0 is not one of --cg-scales"),
         (["--cfg-scale", "2.5"], "--cfg-scale 2.5 is not one of --cfg-scales"),
         (["--cg-scales", "0,2"], "--cg-scales"),  # s = 0 is the unguided row
         (["--cfg-scales", "1,2"], "--cfg-scales"),  # w = 1 is the baseline

@@ -11,12 +11,18 @@ import torch
 from reference.harness import compare as cmp
 from reference.harness import declared, sizes
 from reference.harness.results import STANDARD_METRICS, Metric
+from reference.harness.sampling import class_labels, make_noise
 from reference.harness.scores import real_row
 
 
 @dataclass(frozen=True)
 class _Config(sizes.Scored):
     steps: int = 3
+
+
+@dataclass(frozen=True)
+class _LatencyConfig(sizes.Scored, sizes.Timed):
+    pass
 
 
 def test_columns_carry_their_direction_and_unit() -> None:
@@ -73,3 +79,36 @@ def test_the_ending_puts_the_real_digits_row_last_at_the_run_n(measured) -> None
     settings = out.body["settings"]  # JSON-ready: the seeds tuple is a list
     assert settings == {**declared.sampled_settings(cfg, k=1), "seeds": [0, 1]}
     assert out.figures == []
+
+
+def test_a_counted_row_samples_every_seed_and_times_the_latency_batch() -> None:
+    calls: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def run(noise: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, float]:
+        calls.append((noise, labels))
+        return noise * 0.5, 7
+
+    cfg = _LatencyConfig(n_quality=20, seeds=(0, 1), batch_latency=4)
+    v = declared.counted_variant(cfg, "row", {"method": "m"}, "technique", run, counted="nfe")
+    assert v.sample is not None and v.timed is not None
+    x, counted = v.sample(3)
+    assert counted == {"nfe": 7.0}
+    assert torch.equal(calls[0][0], make_noise(20, 3))  # (3): the quality seed's noise
+    assert torch.equal(calls[0][1], class_labels(20)) and torch.equal(x, 0.5 * calls[0][0])
+    v.timed()
+    for got, expected in zip(calls[1], sizes.latency_inputs(4), strict=True):
+        assert torch.equal(got, expected)  # (4): the one latency batch
+    only_timed = declared.counted_variant(
+        cfg, "t", {}, "control", run, counted="nfe", sampled=False, facts={"gflops": 1.0}
+    )
+    assert only_timed.sample is None and only_timed.facts == {"gflops": 1.0}
+    untimed = declared.counted_variant(cfg, "u", {}, "control", run, counted="nfe", timed=False)
+    assert untimed.timed is None
+
+
+def test_quick_takes_the_shared_sizes_the_config_has_and_its_own() -> None:
+    scored = declared.quick(_Config, steps=1)
+    assert (scored.n_quality, scored.seeds, scored.steps) == (sizes.MIN_QUALITY, (0, 1), 1)
+    timed = declared.quick(_LatencyConfig, batch_latency=2)
+    assert (timed.batch_latency, timed.repeats, timed.warmup) == (2, 2, 0)
+    timed.validate()  # the quick sizes are valid sizes

@@ -57,25 +57,13 @@ from reference.harness.compare import (
     Outcome,
     QualityAim,
     SpeedupAim,
-    outcome,
 )
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.results import Figure, metrics, settings_of
-from reference.harness.scores import QUALITY_METRICS, held_out_score
+from reference.harness.declared import SAMPLED_COLUMNS, held_out_comparison, sampled_outcome
+from reference.harness.results import Figure, metrics
 
-from .config import (
-    BASELINE,
-    BASELINE_STEPS,
-    DEMO,
-    FIDELITY_AIM,
-    FULL,
-    OPTIONS,
-    QUALITY_AIM,
-    QUICK,
-    SAME_NFE_AIM,
-    SPEEDUP_AIM,
-    Config,
-)
+from . import config
+from .config import BASELINE, BASELINE_STEPS, DEMO, FULL, OPTIONS, QUICK, Config
 from .notes import limit
 from .schedule import full_computations
 
@@ -91,12 +79,13 @@ def aims(cfg: Config) -> tuple[Any, ...]:
     k = cfg.interval
     full = full_computations(BASELINE_STEPS, k, cfg.forecast_warmup)
     steps = {"k": k, "steps": BASELINE_STEPS}
+    c = config
     return (
-        QualityAim("beats-same-nfe", "newton", "ddim-same", FIDELITY, "<", SAME_NFE_AIM, "ratio",
+        QualityAim("beats-same-nfe", "newton", "ddim-same", FIDELITY, "<", c.SAME_NFE_AIM, "ratio",
                    {"k": k, "full": full}),
-        QualityAim("fidelity", "newton", BASELINE, FIDELITY, "<=", FIDELITY_AIM, "ratio", steps),
-        QualityAim("quality", "newton", BASELINE, "fd_digits", "<=", QUALITY_AIM, "ratio", steps),
-        SpeedupAim("speedup", "newton", BASELINE, ">=", SPEEDUP_AIM,
+        QualityAim("fidelity", "newton", BASELINE, FIDELITY, "<=", c.FIDELITY_AIM, "ratio", steps),
+        QualityAim("quality", "newton", BASELINE, "fd_digits", "<=", c.QUALITY_AIM, "ratio", steps),
+        SpeedupAim("speedup", "newton", BASELINE, ">=", c.SPEEDUP_AIM,
                    {**steps, "limit": BASELINE_STEPS / full}),
     )  # fmt: skip
 
@@ -104,15 +93,12 @@ def aims(cfg: Config) -> tuple[Any, ...]:
 def _comparison(cfg: Config, variants: list[Any], model: Any, head: str, aims: tuple) -> Comparison:
     from reference.harness.fidelity import solution_of
 
-    return Comparison(
-        variants=tuple(variants),
-        metrics=metrics("latency_ms", "speedup", *QUALITY_METRICS, "nfe"),
-        score=held_out_score(cfg.n_quality),
-        seeds=cfg.seeds,
-        aims=aims,
-        headline=HeadlineSpec(head, quality=FIDELITY, limit=limit, limit_kind="bound"),
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
+    return held_out_comparison(
+        cfg,
+        variants,
+        metrics(*SAMPLED_COLUMNS, "nfe"),
+        aims,
+        HeadlineSpec(head, quality=FIDELITY, limit=limit, limit_kind="bound"),
         solution=solution_of(model, cfg.n_quality, cfg.solution_steps),
     )
 
@@ -135,7 +121,6 @@ def _measured(cfg: Config) -> tuple[Measured, list[Measured]]:
 
 def measure(cfg: Config, staging: Path) -> Outcome:
     """Sample (paired seeds), score, count and time every row; write the figures."""
-    from reference.harness.scores import real_row
 
     from .figures import plot_fidelity_vs_nfe, save_samples
     from .notes import notes
@@ -144,15 +129,14 @@ def measure(cfg: Config, staging: Path) -> Outcome:
     figures = [Figure(f"{SLUG}.png", "fidelity-vs-nfe"), Figure(f"{SLUG}-samples.png", "samples")]
     plot_fidelity_vs_nfe(m, cfg, staging / figures[0].file)
     save_samples(m, GRID_ROWS, staging / figures[1].file)
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg, baseline_steps=BASELINE_STEPS, ode="clipped", quality_reference="held-out-half"
-        ),
+        cfg,
         notes=notes(cfg, m, more),
         figures=figures,
-        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
         more=more,
+        scheduler=None,
+        baseline_steps=BASELINE_STEPS,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reference.harness import sizes
+from reference.harness.declared import quick
 from reference.harness.entry import integer, integers, switch
 
 BASELINE_STEPS = 50
@@ -50,15 +51,7 @@ class Config(sizes.Scored, sizes.Timed):
 
 
 FULL = Config()
-QUICK = Config(
-    n_quality=20,
-    seeds=(0, 1),
-    intervals=(2,),
-    batch_latency=2,
-    repeats=2,
-    warmup=0,
-    solution_steps=20,
-)
+QUICK = quick(Config, intervals=(2,), batch_latency=2, solution_steps=20)
 DEMO = Config(n_quality=60, seeds=(0, 1), intervals=(2, 3), batch_latency=8, repeats=3, dit=False)
 OPTIONS = (
     *sizes.SCORED_OPTIONS,

@@ -32,8 +32,8 @@ from typing import Any
 
 import torch
 
-from reference.harness import sizes
 from reference.harness.compare import Variant
+from reference.harness.declared import counted_variant
 
 from .config import BASELINE, BASELINE_STEPS, Config
 from .forecast import StepForecastConfig
@@ -92,20 +92,7 @@ def variant(
 ) -> Variant:
     """One row: ``run`` on a seed's noise and the balanced labels (its evaluations counted as
     ``nfe``) and, if ``timed``, on the latency batch."""
-    from reference.harness import class_labels, make_noise
-
-    def sample(seed: int) -> tuple[torch.Tensor, dict[str, float]]:
-        x, nfe = run(make_noise(cfg.n_quality, seed), class_labels(cfg.n_quality))
-        return x, {"nfe": float(nfe)}
-
-    noise, labels = sizes.latency_inputs(cfg.batch_latency)
-    return Variant(
-        id,
-        config,
-        role,  # type: ignore[arg-type]
-        sample=sample,  # type: ignore[arg-type]
-        timed=(lambda: run(noise, labels)) if timed else None,
-    )
+    return counted_variant(cfg, id, config, role, run, counted="nfe", timed=timed)
 
 
 def _forecast_config(cfg: Config, method: str, order: int, k: int, prefix: str) -> dict[str, Any]:

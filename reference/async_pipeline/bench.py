@@ -65,7 +65,7 @@ Pitfalls
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +78,11 @@ from reference.harness.compare import (
     QualityAim,
     SpeedupAim,
     Variant,
-    outcome,
 )
 from reference.harness.compare import measure as measure_comparison
+from reference.harness.declared import SAMPLED_COLUMNS, higher, quick, sampled_outcome
 from reference.harness.entry import integer, integers
-from reference.harness.results import Figure, Metric, metrics, settings_of
+from reference.harness.results import Figure, metrics
 
 from .pipeline import Pipeline, pipeline
 
@@ -132,12 +132,8 @@ class Config(sizes.Scored):
 
 
 FULL = Config()
-QUICK = Config(
-    batches=(2,), steps=3, warmup=1, repeats=2, n_quality=20, seeds=(0, 1), solution_steps=8
-)
-DEMO = Config(
-    batches=(1, 16), steps=10, warmup=2, repeats=2, n_quality=20, seeds=(0, 1), solution_steps=50
-)
+QUICK = quick(Config, batches=(2,), steps=3, warmup=1, repeats=2, solution_steps=8)
+DEMO = replace(QUICK, batches=(1, 16), steps=10, warmup=2, solution_steps=50)
 OPTIONS = (
     integers("batches", low=1, high=256),
     integer("steps", low=2, high=1000),
@@ -227,18 +223,13 @@ def solution_of(p: Pipeline, cfg: Config) -> Callable[[int], Any]:
 
 def comparison(p: Pipeline, cfg: Config) -> Comparison:
     """The sweep and the paired quality seeds; AsyncDiff at the largest batch is the headline."""
-    from reference.harness.scores import QUALITY_METRICS, held_out_score
+    from reference.harness.scores import held_out_score
 
     batch = max(cfg.batches)
     head, big = f"b{batch}-async", f"b{batch}"
     return Comparison(
         variants=variants(p, cfg),
-        metrics=metrics(
-            "latency_ms",
-            "speedup",
-            *QUALITY_METRICS,
-            throughput=Metric("images_per_s", "higher"),
-        ),
+        metrics=metrics(*SAMPLED_COLUMNS, **higher("throughput", unit="images_per_s")),
         score=held_out_score(cfg.n_quality),
         seeds=cfg.seeds,
         aims=(
@@ -270,27 +261,20 @@ def measured(cfg: Config) -> tuple[Pipeline, Any]:
 
 def measure(cfg: Config, staging: Path) -> Outcome:
     """Time the sweep, sample the paired quality seeds, write the speedup figure."""
-    from reference.harness.scores import real_row
 
     from .report import figure, notes
 
     p, m = measured(cfg)
     figures = [Figure(f"{SLUG}.png", "speedup-vs-batch")]
     figure(m.rows, cfg, p.limit["limit"], staging / figures[0].file)
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            split=p.split,
-            backend="gloo",
-            threads_per_stage=1,
-            scheduler="ddim",
-            ode="clipped",
-            quality_reference="held-out-half",
-        ),
+        cfg,
         notes=notes(cfg, p, m),
         figures=figures,
-        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
+        split=p.split,
+        backend="gloo",
+        threads_per_stage=1,
     )
 
 

@@ -8,7 +8,7 @@ language (`glossary.site.benchfigures`, ``("async-pipeline", "speedup-vs-batch")
 
     max_abs(b) = max |x_sync(b) − x_single(b)|   on the last timed latency batch      (1)
 
-Pitfalls: (1) compares two runs of the same noise (`reference.async_pipeline.bench.LATENCY_SEED`)
+Pitfalls: (1) compares two runs of the same noise (`reference.harness.sizes.LATENCY_SEED`)
 whose timed calls kept their output; a timed call that returned nothing would leave the note
 without its figure (a ``KeyError``, not a silent zero). The figure's English labels are only the
 PNG's; the site's SVG takes its words from the catalogs.

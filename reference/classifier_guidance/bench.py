@@ -49,30 +49,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reference.harness.compare import (
-    Comparison,
-    HeadlineSpec,
-    Measured,
-    Outcome,
-    QualityAim,
-    outcome,
-)
+from reference.harness.compare import Comparison, HeadlineSpec, Measured, Outcome, QualityAim
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.results import Figure, metrics, settings_of
-from reference.harness.scores import QUALITY_METRICS, held_out_score
+from reference.harness.declared import SAMPLED_COLUMNS, held_out_comparison, sampled_outcome
+from reference.harness.results import Figure, metrics
 
-from .config import (
-    ACCURACY_AIM,
-    BASELINE,
-    BASELINE_STEPS,
-    DEMO,
-    FULL,
-    OPTIONS,
-    QUICK,
-    SAME_COST_AIM,
-    UNGUIDED_AIM,
-    Config,
-)
+from . import config
+from .config import BASELINE, BASELINE_STEPS, DEMO, FULL, OPTIONS, QUICK, Config
 from .rows import row_id
 
 CONTRACT = 2
@@ -86,14 +69,14 @@ def aims(cfg: Config, matched: int) -> tuple[QualityAim, ...]:
     head = row_id("classifier-guidance", s, k)
     same = {"scale": s, "steps": k, "cfg_scale": cfg.cfg_scale, "cfg_steps": matched}
     return (
-        QualityAim("accuracy", head, None, "accuracy", ">=", ACCURACY_AIM, "value",
+        QualityAim("accuracy", head, None, "accuracy", ">=", config.ACCURACY_AIM, "value",
                    {"scale": s, "steps": k}),
-        QualityAim("beats-unguided", head, "uncond", "fd_digits", "<", UNGUIDED_AIM, "ratio",
+        QualityAim("beats-unguided", head, "uncond", "fd_digits", "<", config.UNGUIDED_AIM, "ratio",
                    {"scale": s}),
         QualityAim("accuracy-vs-same-cost", head, "cfg-matched", "accuracy", ">=", 0.0,
                    "difference", same),
         QualityAim("quality-vs-same-cost", head, "cfg-matched", "fd_digits", "<=",
-                   SAME_COST_AIM, "ratio", same),
+                   config.SAME_COST_AIM, "ratio", same),
     )  # fmt: skip
 
 
@@ -102,20 +85,17 @@ def comparison(cfg: Config, sampler: Any, flops: dict[str, float], matched: int)
     from .rows import variants
 
     head = row_id("classifier-guidance", cfg.cg_scale, BASELINE_STEPS)
-    return Comparison(
-        variants=tuple(variants(cfg, sampler, flops, matched)),
-        metrics=metrics("latency_ms", "speedup", "gflops", *QUALITY_METRICS, "nfe"),
-        score=held_out_score(cfg.n_quality),
-        seeds=cfg.seeds,
-        aims=aims(cfg, matched),
-        headline=HeadlineSpec(
+    return held_out_comparison(
+        cfg,
+        variants(cfg, sampler, flops, matched),
+        metrics(*SAMPLED_COLUMNS, "gflops", "nfe"),
+        aims(cfg, matched),
+        HeadlineSpec(
             head,
             quality="fd_digits",
             limit=flops["uncond"] / flops["cg"],  # (5)
             limit_kind="estimate",
         ),
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
     )
 
 
@@ -138,7 +118,6 @@ def _measured(cfg: Config) -> tuple[Measured, dict[str, float], int]:
 
 def measure(cfg: Config, staging: Path) -> Outcome:
     """Sample (paired seeds), score, count and time every row; write the figures."""
-    from reference.harness.scores import real_row
 
     from .figures import plot_study, save_samples
     from .notes import notes
@@ -147,18 +126,14 @@ def measure(cfg: Config, staging: Path) -> Outcome:
     figures = [Figure(f"{SLUG}.png", "scales-and-nfe"), Figure(f"{SLUG}-samples.png", "samples")]
     plot_study(m, cfg, matched, staging / figures[0].file)
     save_samples(m, cfg, staging / figures[1].file)
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            baseline_steps=BASELINE_STEPS,
-            matched_cfg_steps=matched,
-            ode="clipped",
-            quality_reference="held-out-half",
-        ),
+        cfg,
         notes=notes(cfg, m, flops, matched),
         figures=figures,
-        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
+        scheduler=None,
+        baseline_steps=BASELINE_STEPS,
+        matched_cfg_steps=matched,
     )
 
 

@@ -48,8 +48,9 @@ from typing import Any
 import torch
 
 from reference.harness.compare import Variant
+from reference.harness.declared import counted_variant
 
-from .config import BASELINE_STEPS, LATENCY_SEED, Config
+from .config import BASELINE_STEPS, Config
 
 
 def row_id(method: str, scale: float, steps: int) -> str:
@@ -129,22 +130,15 @@ def variant(
     """One row: ``method`` at ``scale`` with ``steps`` steps on a seed's noise (its evaluations
     counted, ``nfe``), timed on the latency batch if ``timed``; ``flops`` per step and sample
     gives its GFLOPs per sample."""
-    from reference.harness import class_labels, make_noise
-
-    labels = class_labels(cfg.n_quality)
-
-    def sample(seed: int) -> tuple[torch.Tensor, dict[str, float]]:
-        x, nfe = sampler.run(method, scale, steps, make_noise(cfg.n_quality, seed), labels)
-        return x, {"nfe": float(nfe)}
-
-    noise, y = make_noise(cfg.batch_latency, LATENCY_SEED), class_labels(cfg.batch_latency)
     config: dict[str, Any] = {"method": method, "scale": scale, "steps": steps}
-    return Variant(
+    return counted_variant(
+        cfg,
         id or row_id(method, scale, steps),
         config,
-        role,  # type: ignore[arg-type]
-        sample=sample,  # type: ignore[arg-type]
-        timed=(lambda: sampler.run(method, scale, steps, noise, y)) if timed else None,
+        role,
+        lambda noise, labels: sampler.run(method, scale, steps, noise, labels),
+        counted="nfe",
+        timed=timed,
         facts={} if flops is None else {"gflops": flops * steps / 1e9},
         grad=method == "classifier-guidance",  # the classifier's gradient, (3)
         score=unguided_score(cfg.n_quality) if method == "unguided" else None,

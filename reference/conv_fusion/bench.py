@@ -38,8 +38,9 @@ from reference.harness.compare import (
     SpeedupAim,
     outcome,
 )
+from reference.harness.declared import higher, lower
 from reference.harness.entry import integer, integers, seeds, switch
-from reference.harness.results import Figure, Metric, metrics, settings_of
+from reference.harness.results import Figure, metrics, settings_of
 
 from .measure import FIDELITY
 
@@ -109,11 +110,9 @@ def comparison(cfg: Config, variants: list[Any], tolerance: dict[str, float]) ->
             "latency_ms",
             "speedup",
             "gflops",
-            rel_rms_to_eager=Metric("", "lower"),
-            max_abs_diff=Metric("", "lower"),
-            elementwise_mb=Metric("MB", "lower"),
-            speedup_limit=Metric("x", "higher"),
-            groupnorm_rel_error=Metric("", "lower"),
+            **lower("rel_rms_to_eager", "max_abs_diff", "groupnorm_rel_error"),
+            **lower("elementwise_mb", unit="MB"),
+            **higher("speedup_limit", unit="x"),
         ),
         score=lambda samples, same_seed: {},  # every sampled variant brings its own (1)
         seeds=cfg.seeds,

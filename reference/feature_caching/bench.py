@@ -58,25 +58,13 @@ from reference.harness.compare import (
     Outcome,
     QualityAim,
     SpeedupAim,
-    outcome,
 )
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.results import Figure, Metric, metrics, settings_of
-from reference.harness.scores import QUALITY_METRICS, held_out_score
+from reference.harness.declared import SAMPLED_COLUMNS, held_out_comparison, lower, sampled_outcome
+from reference.harness.results import Figure, metrics
 
-from .config import (
-    BASELINE,
-    BASELINE_STEPS,
-    CONTROL_AIM,
-    DEMO,
-    FIDELITY_AIM,
-    FULL,
-    OPTIONS,
-    QUALITY_AIM,
-    QUICK,
-    SPEEDUP_AIM,
-    Config,
-)
+from . import config
+from .config import BASELINE, BASELINE_STEPS, DEMO, FULL, OPTIONS, QUICK, Config
 
 CONTRACT = 2
 SLUG = "feature-caching"
@@ -89,11 +77,20 @@ def aims(cfg: Config, control_steps: int) -> tuple[Any, ...]:
     head, ctrl = f"dc{h}", f"ddim-dc{h}"
     p, c = {"interval_n": h}, {"interval_n": h, "control_steps": control_steps}
     return (
-        SpeedupAim("speedup", head, BASELINE, ">=", SPEEDUP_AIM, p),
-        QualityAim("fidelity", head, BASELINE, FIDELITY, "<=", FIDELITY_AIM, "ratio", p),
-        QualityAim("quality", head, BASELINE, "fd_digits", "<=", QUALITY_AIM, "ratio", p),
-        QualityAim("fidelity-vs-control", head, ctrl, FIDELITY, "<=", CONTROL_AIM, "ratio", c),
-        SpeedupAim("speed-vs-control", head, ctrl, ">=", CONTROL_AIM, c),
+        SpeedupAim("speedup", head, BASELINE, ">=", config.SPEEDUP_AIM, p),
+        QualityAim("fidelity", head, BASELINE, FIDELITY, "<=", config.FIDELITY_AIM, "ratio", p),
+        QualityAim("quality", head, BASELINE, "fd_digits", "<=", config.QUALITY_AIM, "ratio", p),
+        QualityAim(
+            "fidelity-vs-control",
+            head,
+            ctrl,
+            FIDELITY,
+            "<=",
+            config.CONTROL_AIM,
+            "ratio",
+            c,
+        ),
+        SpeedupAim("speed-vs-control", head, ctrl, ">=", config.CONTROL_AIM, c),
     )
 
 
@@ -102,19 +99,9 @@ def _comparison(
 ) -> Comparison:
     from reference.harness.fidelity import solution_of
 
-    return Comparison(
-        variants=tuple(variants),
-        metrics=metrics(
-            "latency_ms", "speedup", "gflops", *QUALITY_METRICS, full_steps=Metric("", "lower")
-        ),
-        score=held_out_score(cfg.n_quality),
-        seeds=cfg.seeds,
-        aims=aims,
-        headline=headline,
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
-        solution=solution_of(model, cfg.n_quality, cfg.solution_steps),
-    )
+    columns = metrics(*SAMPLED_COLUMNS, "gflops", **lower("full_steps"))
+    solution = solution_of(model, cfg.n_quality, cfg.solution_steps)
+    return held_out_comparison(cfg, variants, columns, aims, headline, solution=solution)
 
 
 def _measured(cfg: Config) -> tuple[Measured, list[Measured], dict[str, Any]]:
@@ -145,7 +132,6 @@ def _measured(cfg: Config) -> tuple[Measured, list[Measured], dict[str, Any]]:
 
 def measure(cfg: Config, staging: Path) -> Outcome:
     """Sample (paired seeds), score, count and time every row; write the figures."""
-    from reference.harness.scores import real_row
 
     from .figures import plot_speed_and_fidelity, save_samples
     from .notes import notes
@@ -155,19 +141,15 @@ def measure(cfg: Config, staging: Path) -> Outcome:
     figures = [Figure(f"{SLUG}.png", "speed-and-quality"), Figure(f"{SLUG}-samples.png", "samples")]
     plot_speed_and_fidelity(m, cfg, extra["f"], staging / figures[0].file)
     save_samples(m, [BASELINE, f"dc{h}", f"ddim-dc{h}"], staging / figures[1].file)
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            baseline_steps=BASELINE_STEPS,
-            ode="clipped",
-            quality_reference="held-out-half",
-            skipped_flop_fraction=round(extra["f"], 4),
-        ),
+        cfg,
         notes=notes(cfg, m, more, extra),
         figures=figures,
-        extra_rows=[real_row(cfg.n_quality).as_row("fd_digits", "kid_digits")],
         more=more,
+        scheduler=None,
+        baseline_steps=BASELINE_STEPS,
+        skipped_flop_fraction=round(extra["f"], 4),
     )
 
 

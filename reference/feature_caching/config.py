@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reference.harness import sizes
+from reference.harness.declared import quick
 from reference.harness.entry import integer, integers, real, switch
 
 BASELINE_STEPS = 50
@@ -48,15 +49,7 @@ class Config(sizes.Scored, sizes.Timed):
 
 
 FULL = Config()
-QUICK = Config(
-    intervals=(3,),
-    n_quality=20,
-    seeds=(0, 1),
-    batch_latency=4,
-    repeats=2,
-    warmup=0,
-    solution_steps=20,
-)
+QUICK = quick(Config, intervals=(3,), solution_steps=20)
 DEMO = Config(intervals=(3,), n_quality=60, seeds=(0, 1), batch_latency=8, repeats=3, dit=False)
 OPTIONS = (
     integers("intervals", low=1, high=BASELINE_STEPS),

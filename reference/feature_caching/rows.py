@@ -33,8 +33,8 @@ from typing import Any
 
 import torch
 
-from reference.harness import sizes
 from reference.harness.compare import Variant
+from reference.harness.declared import counted_variant
 
 from .config import BASELINE, BASELINE_STEPS, Config
 from .deepcache import DeepCacheEps, matched_ddim_steps
@@ -70,20 +70,15 @@ def variant(
 ) -> Variant:
     """One row: ``steps`` steps with ``make_eps`` on a seed's noise (its full passes counted) and,
     if ``timed``, on the latency batch; ``gflops`` per sample is a fact of the row."""
-    from reference.harness import class_labels, make_noise
-
-    def sample(seed: int) -> tuple[torch.Tensor, dict[str, float]]:
-        n = cfg.n_quality
-        x, full = run(make_eps, steps, make_noise(n, seed), class_labels(n))
-        return x, {"full_steps": float(full)}
-
-    noise, labels = sizes.latency_inputs(cfg.batch_latency)
-    return Variant(
+    return counted_variant(
+        cfg,
         id,
         config,
-        role,  # type: ignore[arg-type]
-        sample=sample if sampled else None,  # type: ignore[arg-type]
-        timed=(lambda: run(make_eps, steps, noise, labels)) if timed else None,
+        role,
+        lambda noise, labels: run(make_eps, steps, noise, labels),
+        counted="full_steps",
+        sampled=sampled,
+        timed=timed,
         facts={} if gflops is None else {"gflops": gflops},
     )
 

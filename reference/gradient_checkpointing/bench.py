@@ -57,6 +57,7 @@ from reference.harness.compare import (
     outcome,
 )
 from reference.harness.compare import measure as measure_comparison
+from reference.harness.declared import lower
 from reference.harness.entry import integer, integers
 from reference.harness.results import Figure, Metric, metrics, settings_of
 
@@ -214,9 +215,9 @@ def _metrics(cfg: Config) -> Mapping[str, Metric]:
         "speedup",
         "activation_mb",
         *rss,
-        peak_activation_mb=Metric("MB", "lower"),
-        step_gflops=Metric("GFLOP", "lower"),
-        grad_max_abs_diff=Metric("", "lower"),
+        **lower("peak_activation_mb", unit="MB"),
+        **lower("step_gflops", unit="GFLOP"),
+        **lower("grad_max_abs_diff"),
     )
 
 

@@ -59,9 +59,10 @@ from typing import Any
 
 import torch
 
-from reference.harness.compare import FIDELITY, Comparison, HeadlineSpec, Outcome, outcome
+from reference.harness.compare import FIDELITY, Comparison, HeadlineSpec, Outcome
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.results import Figure, Metric, metrics, settings_of
+from reference.harness.declared import SAMPLED_COLUMNS, held_out_comparison, lower, sampled_outcome
+from reference.harness.results import Figure, metrics
 from reference.harness.scores import QUALITY_METRICS, held_out_score
 
 from .config import DEMO, FULL, OPTIONS, QUALITY_TOLERANCE, QUICK, Config
@@ -88,19 +89,14 @@ def solution_of(cfg: Config, model: torch.nn.Module) -> Any:
 
 def comparison(cfg: Config, model: torch.nn.Module) -> Comparison:
     """The ODE samplers on paired seeds, judged on their fidelity, timed interleaved."""
-    return Comparison(
-        variants=tuple(variant(cfg, s, model) for s in specs(cfg)),
-        metrics=metrics(
-            "latency_ms", "speedup", *QUALITY_METRICS, "nfe", rms_to_solution=Metric("", "lower")
-        ),
-        score=held_out_score(cfg.n_quality),
-        seeds=cfg.seeds,
-        aims=aims(cfg),
-        headline=HeadlineSpec(
+    return held_out_comparison(
+        cfg,
+        [variant(cfg, s, model) for s in specs(cfg)],
+        metrics(*SAMPLED_COLUMNS, "nfe", **lower(FIDELITY)),
+        aims(cfg),
+        HeadlineSpec(
             f"dpmpp2m-{cfg.headline_nfe}", quality=FIDELITY, limit=nfe_ratio, limit_kind="estimate"
         ),
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
         solution=solution_of(cfg, model),
     )
 
@@ -143,22 +139,18 @@ def measure(cfg: Config, staging: Path) -> Outcome:
     }
     plot_tradeoff(points, staging / figures[0].file, levels)
     save_sample_grid(points, cfg.headline_nfe, staging / figures[1].file)
-    return outcome(
+    return sampled_outcome(
         m,
-        settings=settings_of(
-            cfg,
-            timestep_spacing=TIMESTEP_SPACING,
-            ode="clipped",
-            quality_reference="held-out-half",
-            sweep_seed=cfg.seeds[0],
-            sweep_fd_digits=curves(points, cfg.schedulers, "fd_digits"),
-            sweep_rms_to_solution=curves(points, cfg.schedulers, "rms_to_solution"),
-            sweep_seconds=curves(points, cfg.schedulers, "seconds"),
-        ),
+        cfg,
         notes=notes(cfg, m, more, points, teacher, target),
         figures=figures,
-        extra_rows=[real.as_row("fd_digits", "kid_digits")],
         more=more,
+        scheduler=None,
+        timestep_spacing=TIMESTEP_SPACING,
+        sweep_seed=cfg.seeds[0],
+        sweep_fd_digits=curves(points, cfg.schedulers, "fd_digits"),
+        sweep_rms_to_solution=curves(points, cfg.schedulers, "rms_to_solution"),
+        sweep_seconds=curves(points, cfg.schedulers, "seconds"),
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reference.harness import sizes
+from reference.harness.declared import quick
 from reference.harness.entry import integer, integers, names
 
 from .schedulers import SCHEDULERS
@@ -61,17 +62,8 @@ class Config(sizes.Scored, sizes.Timed):
 
 
 FULL = Config()
-QUICK = Config(
-    n_quality=20,
-    seeds=(0, 1),
-    nfe_grid=(1, 2, 4),
-    headline_nfe=2,
-    baseline_nfe=4,
-    ref_steps=10,
-    batch_latency=4,
-    repeats=2,
-    warmup=0,
-    solution_steps=20,
+QUICK = quick(
+    Config, nfe_grid=(1, 2, 4), headline_nfe=2, baseline_nfe=4, ref_steps=10, solution_steps=20
 )
 DEMO = Config(
     n_quality=60, seeds=(0, 1), nfe_grid=(1, 2, 5, 10, 20), headline_nfe=5, baseline_nfe=20
