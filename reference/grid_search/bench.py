@@ -119,18 +119,9 @@ class Config(sizes.Scored, sizes.Timed):
 
 FULL = Config()
 QUICK = Config(
-    n_select=20,
-    select_seeds=(100,),
-    n_quality=20,
-    seeds=(0, 1),
-    space="quick",
-    batch_latency=8,
-    repeats=2,
-    warmup=0,
-    solution_steps=20,
-    train_steps=5,
-    strategy_seeds=2,
-)
+    n_select=20, select_seeds=(100,), n_quality=20, seeds=(0, 1), space="quick", batch_latency=8,
+    repeats=2, warmup=0, solution_steps=20, train_steps=5, strategy_seeds=2,
+)  # fmt: skip
 DEMO = Config(n_select=32, space="quick")
 
 

@@ -90,18 +90,9 @@ class Config(sizes.Scored, sizes.Timed):
 
 FULL = Config()
 QUICK = Config(
-    budgets=(0.5,),
-    n_quality=sizes.MIN_QUALITY,
-    seeds=(0, 1),
-    steps=4,
-    solution_steps=8,
-    calib_n=16,
-    calib_steps=3,
-    batch_latency=4,
-    repeats=2,
-    warmup=0,
-    lora_steps=30,
-)
+    budgets=(0.5,), n_quality=sizes.MIN_QUALITY, seeds=(0, 1), steps=4, solution_steps=8,
+    calib_n=16, calib_steps=3, batch_latency=4, repeats=2, warmup=0, lora_steps=30,
+)  # fmt: skip
 DEMO = replace(  # the quick run, longer and larger
     QUICK, steps=20, solution_steps=50, calib_n=32, batch_latency=8, repeats=3, lora_steps=100
 )

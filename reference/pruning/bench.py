@@ -104,20 +104,11 @@ class Config(sizes.Scored, sizes.Timed):
 
 FULL = Config()
 QUICK = Config(
-    ratios=(0.5,),
-    unstructured=(0.5,),
-    n_quality=20,
-    seeds=(0, 1),
-    steps=4,
-    batch_latency=4,
-    repeats=3,
-    solution_steps=8,
-    calib_batches=2,
-    calib_batch=16,
-)
-DEMO = replace(
-    QUICK, steps=10, batch_latency=32, repeats=5, solution_steps=50
-)  # the quick run, longer
+    ratios=(0.5,), unstructured=(0.5,), n_quality=20, seeds=(0, 1), steps=4, batch_latency=4,
+    repeats=3, solution_steps=8, calib_batches=2, calib_batch=16,
+)  # fmt: skip
+# the quick run, longer
+DEMO = replace(QUICK, steps=10, batch_latency=32, repeats=5, solution_steps=50)
 OPTIONS = (
     reals("ratios", low=0.0, high=1.0, open_low=True, open_high=True),
     names("criteria", CRITERIA),

@@ -89,22 +89,10 @@ class Config(sizes.Scored):
 
 FULL = Config()
 QUICK = Config(
-    batch=8,
-    loss_draws=6,
-    grad_draws=4,
-    own_draws=3,
-    train_steps=6,
-    train_batch=8,
-    eval_every=3,
-    n_quality=sizes.MIN_QUALITY,
-    steps=5,
-    is_bins=4,
-    is_history=2,
-    heldout_images=40,
-    heldout_repeats=1,
-    train_seeds=1,
-    seeds=(0, 1),
-)
+    batch=8, loss_draws=6, grad_draws=4, own_draws=3, train_steps=6, train_batch=8, eval_every=3,
+    n_quality=sizes.MIN_QUALITY, steps=5, is_bins=4, is_history=2, heldout_images=40,
+    heldout_repeats=1, train_seeds=1, seeds=(0, 1),
+)  # fmt: skip
 DEMO = Config(loss_draws=100)
 OPTIONS = (
     integer("batch", low=2, high=512),
