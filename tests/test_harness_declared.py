@@ -1,4 +1,5 @@
-"""What benchmarks declare alike (`reference.harness.declared`): columns by direction and unit,
+"""What benchmarks declare alike (`reference.harness.declared`, `reference.harness.builders`):
+columns by direction and unit, a counted row, a held-out comparison, a quick preset,
 and a sampling benchmark's ending (settings with the sampler facts, the real-digits row last)."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from reference.harness import builders, declared, sizes
 from reference.harness import compare as cmp
-from reference.harness import declared, sizes
 from reference.harness.results import STANDARD_METRICS, Metric
 from reference.harness.sampling import class_labels, make_noise
 from reference.harness.scores import real_row
@@ -89,7 +90,7 @@ def test_a_counted_row_samples_every_seed_and_times_the_latency_batch() -> None:
         return noise * 0.5, 7
 
     cfg = _LatencyConfig(n_quality=20, seeds=(0, 1), batch_latency=4)
-    v = declared.counted_variant(cfg, "row", {"method": "m"}, "technique", run, counted="nfe")
+    v = builders.counted_variant(cfg, "row", {"method": "m"}, "technique", run, counted="nfe")
     assert v.sample is not None and v.timed is not None
     x, counted = v.sample(3)
     assert counted == {"nfe": 7.0}
@@ -98,17 +99,17 @@ def test_a_counted_row_samples_every_seed_and_times_the_latency_batch() -> None:
     v.timed()
     for got, expected in zip(calls[1], sizes.latency_inputs(4), strict=True):
         assert torch.equal(got, expected)  # (4): the one latency batch
-    only_timed = declared.counted_variant(
+    only_timed = builders.counted_variant(
         cfg, "t", {}, "control", run, counted="nfe", sampled=False, facts={"gflops": 1.0}
     )
     assert only_timed.sample is None and only_timed.facts == {"gflops": 1.0}
-    untimed = declared.counted_variant(cfg, "u", {}, "control", run, counted="nfe", timed=False)
+    untimed = builders.counted_variant(cfg, "u", {}, "control", run, counted="nfe", timed=False)
     assert untimed.timed is None
 
 
 def test_quick_takes_the_shared_sizes_the_config_has_and_its_own() -> None:
-    scored = declared.quick(_Config, steps=1)
+    scored = builders.quick(_Config, steps=1)
     assert (scored.n_quality, scored.seeds, scored.steps) == (sizes.MIN_QUALITY, (0, 1), 1)
-    timed = declared.quick(_LatencyConfig, batch_latency=2)
+    timed = builders.quick(_LatencyConfig, batch_latency=2)
     assert (timed.batch_latency, timed.repeats, timed.warmup) == (2, 2, 0)
     timed.validate()  # the quick sizes are valid sizes

@@ -49,6 +49,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reference.harness.builders import held_out_comparison
 from reference.harness.compare import (
     FIDELITY,
     Comparison,
@@ -59,7 +60,7 @@ from reference.harness.compare import (
     SpeedupAim,
 )
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.declared import SAMPLED_COLUMNS, held_out_comparison, sampled_outcome
+from reference.harness.declared import SAMPLED_COLUMNS, sampled_outcome
 from reference.harness.results import Figure, metrics
 
 from . import config

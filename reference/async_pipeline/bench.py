@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from reference.harness import sizes
+from reference.harness.builders import quick
 from reference.harness.compare import (
     FIDELITY,
     Comparison,
@@ -80,7 +81,7 @@ from reference.harness.compare import (
     Variant,
 )
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.declared import SAMPLED_COLUMNS, higher, quick, sampled_outcome
+from reference.harness.declared import SAMPLED_COLUMNS, higher, sampled_outcome
 from reference.harness.entry import integer, integers
 from reference.harness.results import Figure, metrics
 

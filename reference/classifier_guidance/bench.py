@@ -49,9 +49,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reference.harness.builders import held_out_comparison
 from reference.harness.compare import Comparison, HeadlineSpec, Measured, Outcome, QualityAim
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.declared import SAMPLED_COLUMNS, held_out_comparison, sampled_outcome
+from reference.harness.declared import SAMPLED_COLUMNS, sampled_outcome
 from reference.harness.results import Figure, metrics
 
 from . import config

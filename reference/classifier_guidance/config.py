@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reference.harness import sizes
-from reference.harness.declared import quick
+from reference.harness.builders import quick
 from reference.harness.entry import integers, real, reals
 
 BASELINE_STEPS = 50

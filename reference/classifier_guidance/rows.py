@@ -47,8 +47,8 @@ from typing import Any
 
 import torch
 
+from reference.harness.builders import counted_variant
 from reference.harness.compare import Variant
-from reference.harness.declared import counted_variant
 
 from .config import BASELINE_STEPS, Config
 

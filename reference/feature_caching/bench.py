@@ -50,6 +50,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reference.harness.builders import held_out_comparison
 from reference.harness.compare import (
     FIDELITY,
     Comparison,
@@ -60,7 +61,7 @@ from reference.harness.compare import (
     SpeedupAim,
 )
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.declared import SAMPLED_COLUMNS, held_out_comparison, lower, sampled_outcome
+from reference.harness.declared import SAMPLED_COLUMNS, lower, sampled_outcome
 from reference.harness.results import Figure, metrics
 
 from . import config

@@ -59,9 +59,10 @@ from typing import Any
 
 import torch
 
+from reference.harness.builders import held_out_comparison
 from reference.harness.compare import FIDELITY, Comparison, HeadlineSpec, Outcome
 from reference.harness.compare import measure as measure_comparison
-from reference.harness.declared import SAMPLED_COLUMNS, held_out_comparison, lower, sampled_outcome
+from reference.harness.declared import SAMPLED_COLUMNS, lower, sampled_outcome
 from reference.harness.results import Figure, metrics
 from reference.harness.scores import QUALITY_METRICS, held_out_score
 
