@@ -156,9 +156,9 @@ OPTIONS = (
 def comparison(cfg: Config, sel: Any) -> Any:
     """The reported points on the reporting seeds, from the same noise per seed: the choice is
     the headline, judged against the default (baseline) and the two controls."""
-    from reference.harness.compare import Comparison, HeadlineSpec, Variant
+    from reference.harness.builders import held_out_comparison
+    from reference.harness.compare import HeadlineSpec, Variant
     from reference.harness.results import metrics
-    from reference.harness.scores import held_out_score
 
     from .objective import sample_point
     from .report import ROLES, choice_aims, row_config, selection_facts, solution_of
@@ -175,24 +175,21 @@ def comparison(cfg: Config, sel: Any) -> Any:
         for key, p in sel.points.items()
     )
     rows = {v.id: v.facts["rows_per_image"] for v in variants}
-    return Comparison(
-        variants=variants,
-        metrics=metrics(
+    return held_out_comparison(
+        cfg,
+        variants,
+        metrics(
             *SAMPLED_COLUMNS, **lower("fd_select", "rows_per_image"), **lower("train_s", unit="s")
         ),
-        score=held_out_score(cfg.n_quality),
-        seeds=cfg.seeds,
-        aims=choice_aims(list(sel.points)),
+        choice_aims(list(sel.points)),
         # Denoiser rows per image predict the speedup; the samplers' own per-step work is not
         # in them, so the ratio is an estimate, not a bound.
-        headline=HeadlineSpec(
+        HeadlineSpec(
             "chosen",
             quality="fd_digits",
             limit=rows["default"] / rows["chosen"],
             limit_kind="estimate",
         ),
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
         solution=solution_of(cfg.n_quality, cfg.solution_steps),
     )
 

@@ -39,6 +39,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from reference.zoo.specs import TEACHER_CONFIG
+
 SAMPLERS: tuple[str, ...] = ("ddim", "dpmpp2m", "unipc")
 """The grid's samplers: names of `reference.harness.ode.SAMPLERS`."""
 SELECT_SEEDS: tuple[int, ...] = (100, 101)
@@ -170,18 +172,14 @@ def toy_objective(sleep_s: float = 0.2) -> Any:
 
 
 TINY_UNET: dict[str, Any] = {
-    "sample_size": 16,
-    "in_channels": 1,
-    "out_channels": 1,
+    **TEACHER_CONFIG,
     "block_out_channels": [16, 32],
-    "layers_per_block": 1,
     "down_block_types": ["DownBlock2D", "AttnDownBlock2D"],
     "up_block_types": ["AttnUpBlock2D", "UpBlock2D"],
     "attention_head_dim": 16,
-    "norm_num_groups": 8,
-    "num_class_embeds": 11,
 }
-"""A throw-away U-Net for the training-hyperparameter grid (not a zoo model: never saved)."""
+"""A throw-away U-Net for the training-hyperparameter grid (not a zoo model: never saved): the
+zoo teacher's blocks (`reference.zoo.specs.TEACHER_CONFIG`), two levels at half its width."""
 
 TRAIN_SPACE: dict[str, list[Any]] = {"lr": [3e-4, 1e-3, 3e-3, 1e-2]}
 QUICK_TRAIN_SPACE: dict[str, list[Any]] = {"lr": [1e-3, 1e-2]}

@@ -17,6 +17,11 @@ the zoo teacher (trained with clipped samples in [-1, 1], cosine schedule, 1000 
 * multistep solvers take a first-order last step (``lower_order_final``), since their
   second-order extrapolation into ``sigma = 0`` is unstable at few steps.
 
+DPM-Solver++ and UniPC are the samplers of the clipped ODE (`reference.harness.ode.SAMPLERS`,
+which every other benchmark solves) as diffusers schedulers: the same classes and settings, with
+`THRESHOLDING` doing the clipping that `reference.harness.ode` does on x̂₀ itself. Euler is
+ode's entry as it is: diffusers' Euler has no thresholding, so it runs unclipped.
+
 Pitfalls
 ========
 * Without thresholding the multistep solvers overshoot the data range at 4-8 steps and their
@@ -30,34 +35,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from .ode import SAMPLERS
+
 TIMESTEP_SPACING = "trailing"
+
+THRESHOLDING: dict[str, Any] = {"thresholding": True, "sample_max_value": 1.0}
+"""The x0 clipping of the multistep solvers, which have no ``clip_sample``: dynamic
+thresholding capped at 1.0, i.e. clipping to [-1, 1]."""
+
+
+def _thresholded(name: str) -> tuple[str, dict[str, Any]]:
+    """The clipped ODE's sampler ``name`` (`reference.harness.ode.SAMPLERS`) as a diffusers
+    scheduler: the same class and settings, with `THRESHOLDING`."""
+    cls, overrides = SAMPLERS[name]
+    return cls, {**overrides, **THRESHOLDING}
+
 
 SCHEDULERS: dict[str, tuple[str, dict[str, Any]]] = {
     "ddpm": ("DDPMScheduler", {"clip_sample": True}),
     "ddim": ("DDIMScheduler", {"clip_sample": True, "set_alpha_to_one": True}),
-    "dpmpp2m": (
-        "DPMSolverMultistepScheduler",
-        {
-            "algorithm_type": "dpmsolver++",
-            "solver_order": 2,
-            "solver_type": "midpoint",
-            "lower_order_final": True,
-            "final_sigmas_type": "zero",
-            "thresholding": True,
-            "sample_max_value": 1.0,
-        },
-    ),
-    "unipc": (
-        "UniPCMultistepScheduler",
-        {
-            "solver_order": 2,
-            "lower_order_final": True,
-            "final_sigmas_type": "zero",
-            "thresholding": True,
-            "sample_max_value": 1.0,
-        },
-    ),
-    "euler": ("EulerDiscreteScheduler", {"final_sigmas_type": "zero"}),
+    "dpmpp2m": _thresholded("dpmpp2m"),
+    "unipc": _thresholded("unipc"),
+    "euler": SAMPLERS["euler"],
 }
 """Short name -> (diffusers class, configuration overrides on the zoo schedule)."""
 

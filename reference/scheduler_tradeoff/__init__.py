@@ -89,7 +89,7 @@ The package
 ===========
 * [`reference.scheduler_tradeoff.schedulers`][reference.scheduler_tradeoff.schedulers] -
   [`SCHEDULERS`][reference.scheduler_tradeoff.SCHEDULERS] (kept in `reference.harness.schedulers`,
-  where the grid search takes them from too),
+  derived from the clipped ODE's samplers that every other benchmark solves),
   [`solver_settings`][reference.scheduler_tradeoff.solver_settings] (class name and configuration)
   and [`make_scheduler`][reference.scheduler_tradeoff.make_scheduler]: the five diffusers classes
   with the shared settings above.

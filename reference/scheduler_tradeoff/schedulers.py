@@ -2,7 +2,8 @@
 
 The settings themselves ([`SCHEDULERS`][reference.scheduler_tradeoff.schedulers.SCHEDULERS],
 `TIMESTEP_SPACING`) live in
-`reference.harness.schedulers`, the one place every benchmark takes them from (the grid search too);
+`reference.harness.schedulers`, where the multistep solvers are derived from the samplers of the
+clipped ODE that every other benchmark solves (`reference.harness.ode.SAMPLERS`);
 [`solver_settings`][reference.scheduler_tradeoff.schedulers.solver_settings] states them as a class
 name and a configuration.
 """

@@ -22,26 +22,27 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
 
 from reference.harness.sampling import frozen
+from reference.zoo.specs import TEACHER_CONFIG
 
 from .objectives import Parameterization
 from .samplers import LossSecondMomentHistory, Sampling, TimestepProposal, draw
 
-TINY_UNET: dict = {
-    "sample_size": 16,
-    "in_channels": 1,
-    "out_channels": 1,
+_UNCONDITIONAL = ("attention_head_dim", "num_class_embeds")
+TINY_UNET: dict[str, Any] = {
+    **{k: v for k, v in TEACHER_CONFIG.items() if k not in _UNCONDITIONAL},
     "block_out_channels": [16, 32],
-    "layers_per_block": 1,
-    "down_block_types": ["DownBlock2D", "DownBlock2D"],
-    "up_block_types": ["UpBlock2D", "UpBlock2D"],
-    "norm_num_groups": 8,
+    "down_block_types": ["DownBlock2D"] * 2,
+    "up_block_types": ["UpBlock2D"] * 2,
 }
-"""A small unconditional ``UNet2DModel`` (about 0.16 M parameters) that trains in seconds."""
+"""A small unconditional ``UNet2DModel`` (about 0.16 M parameters) that trains in seconds: the zoo
+teacher's configuration (`reference.zoo.specs.TEACHER_CONFIG`) without attention or class
+embedding, two levels at half its width."""
 
 
 def build_tiny_unet(seed: int = 0) -> nn.Module:
