@@ -57,23 +57,14 @@ Pitfalls
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from reference.harness.production import (
-    Applied,
-    check_config,
-    denoiser,
-    hold,
-    refuse_twice,
-    replace_forward,
-    require,
-)
+from reference.harness import production as adapters
 
 from .forecast import METHODS, newton_forecast, taylorseer_forecast
 from .schedule import check_schedule, is_full_step
@@ -133,25 +124,9 @@ class _History:
         self.container = container
 
 
-@dataclass
-class ForecastHandle(Applied):
-    """`Applied` plus ``reset()`` (a new sampling run) and the counters in ``state``:
-    ``calls``, ``full_calls``, ``computed`` (the latest call ran the network)."""
-
-    _forget: Callable[[], None] = field(default=lambda: None, repr=False)
-
-    def __post_init__(self) -> None:
-        self.state.update(calls=0, full_calls=0, computed=None, last_timestep=None)
-
-    def reset(self) -> None:
-        """Forget the kept outputs: the next call is call 0 of a new run."""
-        self._forget()
-        self.state.update(calls=0, full_calls=0, computed=None, last_timestep=None)
-
-
-def _timestep_position(model: nn.Module) -> int | None:
-    names = list(inspect.signature(type(model).forward).parameters)[1:]  # without self
-    return names.index("timestep") if "timestep" in names else None
+class ForecastHandle(adapters.RunHandle):
+    """`reference.harness.production.RunHandle` of step forecasting: ``reset()`` forgets the kept
+    outputs; ``state["computed"]`` says whether the latest call ran the network."""
 
 
 def _input_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor:
@@ -172,16 +147,12 @@ def _wrap(value: torch.Tensor, container: type | None) -> Any:
 def apply_step_forecasting(target: Any, config: ForecastConfig) -> ForecastHandle:
     """Step forecasting on any of `CLASSES`, or a pipeline holding one (``pipe.unet`` or
     ``pipe.transformer``). Returns a `ForecastHandle` (``remove()``, ``reset()``, ``state``)."""
-    model = denoiser(target)
-    require(model, CLASSES, "step forecasting")
-    check_config(config, ForecastConfig, "step forecasting")
-    refuse_twice(model, "step forecasting")
+    model = adapters.checked_denoiser(target, CLASSES, config, ForecastConfig, "step forecasting")
     order = 0 if config.method == "reuse" else config.order
     history = _History(order)
     handle = ForecastHandle(model, "step forecasting", _forget=history.clear)
-    replace_forward(handle, model, _forecasting_forward(handle, history, model, config))
-    hold(handle, model, "step forecasting")
-    handle.on_remove(history.clear)
+    adapters.replace_forward(handle, model, _forecasting_forward(handle, history, model, config))
+    adapters.hold(handle, model, "step forecasting")
     return handle
 
 
@@ -189,26 +160,18 @@ def _forecasting_forward(
     handle: ForecastHandle, history: _History, model: nn.Module, config: ForecastConfig
 ) -> Callable[..., Any]:
     original = model.forward
-    position = _timestep_position(model)
+    read_timestep = adapters.timestep_reader(model)
     forecast = taylorseer_forecast if config.method == "taylorseer" else newton_forecast
-    state = handle.state
 
     def forward(*args: Any, **kwargs: Any) -> Any:
-        t = kwargs.get("timestep")
-        if t is None and position is not None and len(args) > position:
-            t = args[position]
-        at = None if t is None else float(torch.as_tensor(t).reshape(-1)[0])
-        if at is not None and state["last_timestep"] is not None and at > state["last_timestep"]:
-            handle.reset()  # the timestep went up: a new sampling run
-        i = state["calls"]
-        state.update(calls=i + 1, last_timestep=at)
+        at = read_timestep(args, kwargs)
+        i = handle.begin_call(at)  # a timestep that went up resets: a new sampling run
         shape = tuple(_input_of(args, kwargs).shape)
         full = at is None or shape != history.input_shape or not history.values
         full = full or is_full_step(i, config.interval, config.warmup)  # (1)
-        state["computed"] = full
+        handle.end_call(full)
         if not full:
             return _wrap(forecast(history.nodes, history.values, at), history.container)  # (2)
-        state["full_calls"] += 1
         out = original(*args, **kwargs)
         if at is not None:
             history.keep(at, _sample_of(out), type(out), shape)

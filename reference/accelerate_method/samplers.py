@@ -27,20 +27,16 @@ Pitfalls
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from reference.harness.builders import counted_variant
+from reference.harness.builders import Run, counted_variant
 from reference.harness.compare import Variant
 
 from .config import BASELINE, BASELINE_STEPS, Config
 from .forecast import StepForecastConfig
 from .schedule import full_computations
-
-Run = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, int]]
-"""``run(noise, labels) -> (x0, network evaluations)``."""
 
 
 def ddim(model: torch.nn.Module, steps: int) -> Run:

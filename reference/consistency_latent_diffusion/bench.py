@@ -57,20 +57,13 @@ from typing import Any
 
 import torch
 
-from reference.harness import sizes
-from reference.harness.compare import (
-    Comparison,
-    HeadlineSpec,
-    Measured,
-    Outcome,
-    QualityAim,
-    Variant,
-)
-from reference.harness.compare import measure as measure_comparison
+from reference.harness import compare
+from reference.harness.builders import held_out_comparison, sizes
+from reference.harness.compare import HeadlineSpec, QualityAim, Variant
 from reference.harness.declared import sampled_outcome
 from reference.harness.entry import integer, integers
 from reference.harness.results import Figure, metrics
-from reference.harness.scores import QUALITY_METRICS, held_out_score
+from reference.harness.scores import QUALITY_METRICS
 
 from .core import MAX_TIMESTEP, sampling_timesteps
 from .figures import fdd_bars, sample_grid
@@ -187,13 +180,13 @@ def _variant(
     )
 
 
-def _nfe_ratio(m: Measured) -> float:
+def _nfe_ratio(m: compare.Measured) -> float:
     """(1): the counted network calls of the baseline over the headline row's."""
     head = m.comparison.headline.row
     return m.table.summary(BASELINE, "nfe").value / m.table.summary(head, "nfe").value
 
 
-def comparison(cfg: Config, models: Models) -> Comparison:
+def comparison(cfg: Config, models: Models) -> compare.Comparison:
     """The samplers on paired seeds, decoded; the headline is the consistency model at
     ``headline_steps``, judged against the teacher's DDIM-50 and its own matched control."""
     specs = samplers(cfg.steps)
@@ -215,17 +208,12 @@ def comparison(cfg: Config, models: Models) -> Comparison:
             params={"steps": h, "base_steps": BASELINE_STEPS},
         )
     )
-    return Comparison(
-        variants=tuple(_variant(k, spec, cfg, models) for k, spec in specs.items()),
-        metrics=metrics("latency_ms", "speedup", *QUALITY_METRICS, "nfe"),
-        score=held_out_score(cfg.n_quality),
-        seeds=cfg.seeds,
-        aims=tuple(aims),
-        headline=HeadlineSpec(
-            f"cm{h}", quality="fd_digits", limit=_nfe_ratio, limit_kind="estimate"
-        ),
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
+    return held_out_comparison(
+        cfg,
+        tuple(_variant(k, spec, cfg, models) for k, spec in specs.items()),
+        metrics("latency_ms", "speedup", *QUALITY_METRICS, "nfe"),
+        aims,
+        HeadlineSpec(f"cm{h}", quality="fd_digits", limit=_nfe_ratio, limit_kind="estimate"),
     )
 
 
@@ -248,12 +236,12 @@ def _train_seconds(name: str) -> float:
     return float(zoo.manifest_entry(name)["train_seconds"])
 
 
-def measure(cfg: Config, staging: Path) -> Outcome:
+def measure(cfg: Config, staging: Path) -> compare.Outcome:
     """Sample (paired seeds), score and time every sampler with its decode, then time the
     decode apart; write the figures."""
 
     models = _models()
-    m = measure_comparison(comparison(cfg, models))
+    m = compare.measure(comparison(cfg, models))
     parts = Parts.measure(cfg, models, samplers(cfg.steps), BASELINE, sizes.LATENCY_SEED)
     figures = [Figure(f"{SLUG}.png", "fdd-bars"), Figure(f"{SLUG}-samples.png", "samples")]
     fdd_bars(staging / figures[0].file, m.rows, len(cfg.seeds))
@@ -277,7 +265,7 @@ def measure(cfg: Config, staging: Path) -> Outcome:
 def demo(cfg: Config, out: Path) -> None:
     """The samplers against the teacher's DDIM-50 (latencies include the decode): a table of
     latency, NFE and the held-out distances, and a sample grid."""
-    m = measure_comparison(comparison(cfg, _models()))
+    m = compare.measure(comparison(cfg, _models()))
     print(f"{'sampler':10s} {'ms':>8s} {'NFE':>4s} {'FDD':>7s} {'KID':>8s} {'acc':>5s}")
     for row in m.rows:
         v = row.values

@@ -70,17 +70,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from reference.harness.production import (
-    check_config,
-    denoiser,
-    hold,
-    refuse_twice,
-    replace_forward,
-    require,
-)
+from reference.harness import production as adapters
 
 from .production_fbc import TRANSFORMERS, FirstBlockCacheConfig, apply_first_block_cache
-from .production_run import CacheHandle, first_input, timestep_reader
+from .production_run import CacheHandle, first_input
 
 __all__ = [
     "TRANSFORMERS",
@@ -220,21 +213,17 @@ def apply_deepcache(target: Any, config: DeepCacheConfig) -> CacheHandle:
     Returns a `CacheHandle`: ``remove()`` restores the original modules, ``reset()`` starts a new
     sampling run (also automatic when the timestep goes up), ``state`` counts calls and full calls.
     """
-    unet = denoiser(target)
-    require(unet, UNETS, "DeepCache")
-    check_config(config, DeepCacheConfig, "DeepCache")
-    refuse_twice(unet, "DeepCache")
+    unet = adapters.checked_denoiser(target, UNETS, config, DeepCacheConfig, "DeepCache")
     path = deep_path(unet, config.branch)
     kept = _Kept()
     handle = CacheHandle(unet, "DeepCache", _forget=kept.clear)
     for i, block in enumerate(path.deep_down):
-        replace_forward(handle, block, _deep_down(kept, i, block))
+        adapters.replace_forward(handle, block, _deep_down(kept, i, block))
     for module in [*path.downsamplers, *([path.mid] if path.mid else []), *path.deep_up]:
-        replace_forward(handle, module, _switch(kept, module, _passthrough))
-    replace_forward(handle, path.branch_up, _branch_up(kept, path.branch_up))
-    replace_forward(handle, unet, _unet_forward(handle, kept, unet, config.interval))
-    hold(handle, unet, "DeepCache")
-    handle.on_remove(kept.clear)
+        adapters.replace_forward(handle, module, _switch(kept, module, _passthrough))
+    adapters.replace_forward(handle, path.branch_up, _branch_up(kept, path.branch_up))
+    adapters.replace_forward(handle, unet, _unet_forward(handle, kept, unet, config.interval))
+    adapters.hold(handle, unet, "DeepCache")
     return handle
 
 
@@ -242,12 +231,10 @@ def _unet_forward(
     handle: CacheHandle, kept: _Kept, unet: nn.Module, interval: int
 ) -> Callable[..., Any]:
     original = unet.forward
-    read_timestep = timestep_reader(unet)
+    read_timestep = adapters.timestep_reader(unet)
 
     def forward(*args: Any, **kwargs: Any) -> Any:
-        for name in RESIDUAL_KWARGS:
-            if kwargs.get(name) is not None:
-                raise ValueError(f"DeepCache: {name} (ControlNet/adapter) is not supported")
+        adapters.refuse_kwargs(kwargs, RESIDUAL_KWARGS, "DeepCache")
         k = handle.begin_call(read_timestep(args, kwargs))
         sample = kwargs.get("sample", args[0] if args else None)
         kept.cached_call = k % interval != 0 and kept.fits(sample)  # (3)

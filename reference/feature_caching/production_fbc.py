@@ -65,16 +65,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from reference.harness.production import (
-    check_config,
-    denoiser,
-    hold,
-    refuse_twice,
-    replace_forward,
-    require,
-)
+from reference.harness import production as adapters
 
-from .production_run import CacheHandle, first_input, timestep_reader
+from .production_run import CacheHandle, first_input
 
 TRANSFORMERS = (
     "DiTTransformer2DModel",
@@ -190,32 +183,28 @@ def apply_first_block_cache(target: Any, config: FirstBlockCacheConfig) -> Cache
     sampling run (also automatic when the timestep goes up), ``state["computed"]`` says whether
     the latest call ran every block.
     """
-    model = denoiser(target)
-    require(model, TRANSFORMERS, "first-block caching")
-    check_config(config, FirstBlockCacheConfig, "first-block caching")
-    refuse_twice(model, "first-block caching")
+    model = adapters.checked_denoiser(
+        target, TRANSFORMERS, config, FirstBlockCacheConfig, "first-block caching"
+    )
     chain = _Chain(model, config.threshold)
     if len(chain.blocks) < 2:
         raise ValueError("first-block caching: needs at least two transformer blocks")
     handle = CacheHandle(model, "first-block caching", _forget=chain.clear)
-    replace_forward(handle, chain.blocks[0], _head(chain, chain.blocks[0]))
+    adapters.replace_forward(handle, chain.blocks[0], _head(chain, chain.blocks[0]))
     last = len(chain.blocks) - 1
     for i, block in enumerate(chain.blocks[1:], start=1):
-        replace_forward(handle, block, _rest(chain, block, tail=i == last))
-    replace_forward(handle, model, _model_forward(handle, chain, model))
-    hold(handle, model, "first-block caching")
-    handle.on_remove(chain.clear)
+        adapters.replace_forward(handle, block, _rest(chain, block, tail=i == last))
+    adapters.replace_forward(handle, model, _model_forward(handle, chain, model))
+    adapters.hold(handle, model, "first-block caching")
     return handle
 
 
 def _model_forward(handle: CacheHandle, chain: _Chain, model: nn.Module) -> Callable[..., Any]:
     original = model.forward
-    read_timestep = timestep_reader(model)
+    read_timestep = adapters.timestep_reader(model)
 
     def forward(*args: Any, **kwargs: Any) -> Any:
-        for name in BETWEEN_BLOCKS_KWARGS:
-            if kwargs.get(name) is not None:
-                raise ValueError(f"first-block caching: {name} is not supported")
+        adapters.refuse_kwargs(kwargs, BETWEEN_BLOCKS_KWARGS, "first-block caching")
         handle.begin_call(read_timestep(args, kwargs))
         out = original(*args, **kwargs)
         handle.end_call(chain.full)

@@ -56,39 +56,32 @@ def run(make_eps: MakeEps, steps: int, noise: torch.Tensor, labels: torch.Tensor
     return x, int(getattr(eps, "full_calls", steps))
 
 
-def variant(
-    cfg: Config,
-    id: str,
-    config: dict[str, Any],
-    role: str,
-    make_eps: MakeEps,
-    steps: int,
-    *,
-    timed: bool = True,
-    sampled: bool = True,
-    gflops: float | None = None,
-) -> Variant:
-    """One row: ``steps`` steps with ``make_eps`` on a seed's noise (its full passes counted) and,
-    if ``timed``, on the latency batch; ``gflops`` per sample is a fact of the row."""
-    return counted_variant(
-        cfg,
-        id,
-        config,
-        role,
-        lambda noise, labels: run(make_eps, steps, noise, labels),
-        counted="full_steps",
-        sampled=sampled,
-        timed=timed,
-        facts={} if gflops is None else {"gflops": gflops},
-    )
-
-
 def gflops_per_sample(make_eps: MakeEps, steps: int) -> float:
     """FLOPs per sample of one sampling run (matrix products and convolutions), on two samples."""
     from reference.harness import class_labels, count_flops, make_noise
 
     noise, labels = make_noise(2, seed=1), class_labels(2)
     return count_flops(lambda: run(make_eps, steps, noise, labels)) / 2 / 1e9
+
+
+def row(
+    cfg: Config,
+    id: str,
+    config: dict[str, Any],
+    role: str,
+    make_eps: MakeEps,
+    steps: int,
+    **kw: Any,
+) -> Variant:
+    """One row: ``steps`` steps with ``make_eps``, sampled on each seed's noise (its full passes
+    counted) and timed on the latency batch (`counted_variant`; ``kw``: ``sampled``, ``timed``),
+    its FLOPs per sample a fact."""
+
+    def sampler(noise: torch.Tensor, labels: torch.Tensor) -> tuple:
+        return run(make_eps, steps, noise, labels)
+
+    facts = {"gflops": gflops_per_sample(make_eps, steps)}
+    return counted_variant(cfg, id, config, role, sampler, counted="full_steps", facts=facts, **kw)
 
 
 def unet_variants(cfg: Config, unet: torch.nn.Module, f: float, lru: Any) -> list[Variant]:
@@ -101,23 +94,19 @@ def unet_variants(cfg: Config, unet: torch.nn.Module, f: float, lru: Any) -> lis
     def plain() -> Callable[..., torch.Tensor]:
         return model_eps_fn(unet)
 
-    def row(id: str, config: dict[str, Any], role: str, make: MakeEps, steps: int, **kw: Any):
-        return variant(cfg, id, config, role, make, steps, gflops=gflops_per_sample(make, steps),
-                       **kw)  # fmt: skip
-
-    out = [row(BASELINE, {"method": "ddim", "steps": s}, "baseline", plain, s)]
+    out = [row(cfg, BASELINE, {"method": "ddim", "steps": s}, "baseline", plain, s)]
     for n in cfg.intervals:
         config = {"method": "deepcache", "interval": n, "branch": b, "steps": s}
-        out.append(row(f"dc{n}", config, "technique", lambda n=n: DeepCacheEps(unet, n, b), s))
+        out.append(row(cfg, f"dc{n}", config, "technique", lambda n=n: DeepCacheEps(unet, n, b), s))
     config = {"method": "deepcache-lru", "interval": h, "branch": b, "steps": s}
     out.append(
-        row("dc-lru", config, "technique",
+        row(cfg, "dc-lru", config, "technique",
             lambda: DeepCacheEps(unet, h, b, condition_cache=lru), s, sampled=False)
     )  # fmt: skip
     for n in cfg.intervals:
         k = matched_ddim_steps(s, n, f)  # (1)
         config = {"method": "ddim-matched", "steps": k, "interval": n}
-        out.append(row(f"ddim-dc{n}", config, "control", plain, k, timed=n == h))
+        out.append(row(cfg, f"ddim-dc{n}", config, "control", plain, k, timed=n == h))
     return out
 
 
@@ -135,14 +124,11 @@ def dit_variants(cfg: Config) -> list[Variant]:
     fbc = first_block_cache(frozen(zoo.load_dit()), cfg.fbc_threshold)
     pab = pyramid_attention_broadcast(frozen(zoo.load_dit()), cfg.pab_skip)
 
-    def row(id: str, config: dict[str, Any], role: str, make: MakeEps) -> Variant:
-        return variant(cfg, id, config, role, make, s, gflops=gflops_per_sample(make, s))
-
     return [
-        row(f"dit-{BASELINE}", {"method": "dit-ddim", "steps": s}, "baseline",
-            lambda: model_eps_fn(plain)),
-        row("dit-fbc", {"method": "first-block-cache", "threshold": cfg.fbc_threshold,
-            "steps": s}, "technique", lambda: fbc),
-        row("dit-pab", {"method": "pyramid-attention-broadcast", "skip": cfg.pab_skip,
-            "steps": s}, "technique", lambda: pab),
+        row(cfg, f"dit-{BASELINE}", {"method": "dit-ddim", "steps": s}, "baseline",
+            lambda: model_eps_fn(plain), s),
+        row(cfg, "dit-fbc", {"method": "first-block-cache", "threshold": cfg.fbc_threshold,
+            "steps": s}, "technique", lambda: fbc, s),
+        row(cfg, "dit-pab", {"method": "pyramid-attention-broadcast", "skip": cfg.pab_skip,
+            "steps": s}, "technique", lambda: pab, s),
     ]  # fmt: skip

@@ -20,7 +20,12 @@ This module holds the parts they share:
 * `require` refuses a class a technique does not support, in one line naming the class and the
   supported ones, *before* anything is changed (`UnsupportedModel`, a ``TypeError``);
 * `Applied` is the handle every ``apply_x`` returns: ``remove()`` undoes it, and it is also a
-  context manager that removes on exit.
+  context manager that removes on exit;
+* `RunHandle` is the `Applied` of a technique that keeps state across the steps of one sampling
+  run (caching, forecasting): ``reset()``, an automatic reset when the timestep goes *up* (a
+  sampler walks the timesteps down, so a larger one starts a new run), and live counters;
+  `timestep_reader` reads the timestep of a call, `refuse_kwargs` refuses arguments a technique
+  cannot serve.
 
 Pitfalls
 ========
@@ -32,11 +37,13 @@ Pitfalls
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from torch import nn
 
 
@@ -84,6 +91,18 @@ def refuse_twice(model: nn.Module, technique: str) -> None:
     would wrap the same forwards and remove each other's."""
     if technique in _HELD.get(model, ()):
         raise ValueError(f"{technique}: already applied to this model; remove() the first handle")
+
+
+def checked_denoiser(
+    target: Any, supported: Iterable[str], config: object, expected: type, technique: str
+) -> nn.Module:
+    """The network ``technique`` is about to change: `denoiser` of ``target``, checked before
+    anything changes (`require`, `check_config`, `refuse_twice`)."""
+    model = denoiser(target)
+    require(model, supported, technique)
+    check_config(config, expected, technique)
+    refuse_twice(model, technique)
+    return model
 
 
 def hold(applied: Applied, model: nn.Module, technique: str) -> None:
@@ -140,3 +159,71 @@ def replace_child(applied: Applied, parent: nn.Module, name: str, child: nn.Modu
     original = getattr(parent, name)
     setattr(parent, name, child)
     applied.on_remove(lambda: setattr(parent, name, original))
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclass
+class RunHandle(Applied):
+    """`Applied` for a technique whose state belongs to one sampling run.
+
+    ``reset()`` forgets it (``_forget``), as does ``remove()``; ``state`` counts ``calls`` and
+    ``full_calls`` since the last reset, keeps ``computed`` (whether the latest call ran the
+    whole network) and ``last_timestep``.
+    """
+
+    _forget: Callable[[], None] = field(default=_nothing, repr=False)
+
+    def __post_init__(self) -> None:
+        self.state.update(calls=0, full_calls=0, computed=None, last_timestep=None)
+        self.on_remove(self._forget)
+
+    def reset(self) -> None:
+        """Forget the kept state: the next call is call 0 of a new run."""
+        self._forget()
+        self.state.update(calls=0, full_calls=0, computed=None, last_timestep=None)
+
+    def begin_call(self, timestep: float | None) -> int:
+        """Count one call at ``timestep`` (resetting first if it went up); its index in the run."""
+        last = self.state["last_timestep"]
+        if timestep is not None and last is not None and timestep > last:
+            self.reset()
+        self.state["last_timestep"] = timestep
+        self.state["calls"] += 1
+        return self.state["calls"] - 1
+
+    def end_call(self, computed: bool) -> None:
+        """Record whether the call ran the whole network."""
+        self.state["computed"] = computed
+        self.state["full_calls"] += int(computed)
+
+
+def timestep_reader(model: nn.Module) -> Callable[[tuple[Any, ...], dict[str, Any]], float | None]:
+    """A function reading the timestep of a ``model(...)`` call from its arguments.
+
+    Every production class names it ``timestep``, at a position that differs per class (second
+    for the U-Nets and DiT, third for PixArt, fourth for SD3 and Flux). The first element is read:
+    a batch (the two halves of classifier-free guidance) shares one timestep.
+    """
+    names = list(inspect.signature(type(model).forward).parameters)[1:]  # without self
+    position = names.index("timestep") if "timestep" in names else None
+
+    def read(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float | None:
+        value = kwargs.get("timestep")
+        if value is None and position is not None and len(args) > position:
+            value = args[position]
+        if value is None:
+            return None
+        return float(torch.as_tensor(value).reshape(-1)[0])
+
+    return read
+
+
+def refuse_kwargs(kwargs: dict[str, Any], names: Iterable[str], technique: str) -> None:
+    """``ValueError``, one line, naming the first of ``names`` that a call passes (not ``None``):
+    an argument the technique cannot serve (a ControlNet residual, a layer skip)."""
+    for name in names:
+        if kwargs.get(name) is not None:
+            raise ValueError(f"{technique}: {name} is not supported")

@@ -46,15 +46,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from reference.harness import sizes
-from reference.harness.compare import (
-    FIDELITY,
-    Comparison,
-    HeadlineSpec,
-    Outcome,
-    QualityAim,
-    Variant,
-)
+from reference.harness import compare, sizes
+from reference.harness.builders import held_out_comparison
+from reference.harness.compare import FIDELITY, HeadlineSpec, QualityAim, Variant
 from reference.harness.declared import SAMPLED_COLUMNS, lower, sampled_outcome
 from reference.harness.entry import choice, integer, names, real, reals
 from reference.harness.results import Figure, metrics
@@ -128,10 +122,9 @@ def sampling_aims(cfg: Config, control_steps: int) -> tuple[QualityAim, ...]:
     )
 
 
-def sampling(cfg: Config, run: SimpleNamespace) -> Comparison:
+def sampling(cfg: Config, run: SimpleNamespace) -> compare.Comparison:
     """The dense DiT, its factorisations and the control on the same noise; the headline is
     judged on its fidelity to the solution, its limit the FLOP ratio (an estimate)."""
-    from reference.harness.scores import held_out_score
 
     from .measure import sampler
 
@@ -150,28 +143,23 @@ def sampling(cfg: Config, run: SimpleNamespace) -> Comparison:
         for m in run.models
     )
     dense, head = run.models[0].facts, run.head.facts
-    return Comparison(
-        variants=variants,
-        metrics=metrics(
-            *SAMPLED_COLUMNS,
-            "gflops",
-            "params_m",
-            "nfe",
-            **lower("rms_to_solution", "kept", "eps_rel_error"),
-        ),
-        score=held_out_score(cfg.n_quality),
-        seeds=cfg.seeds,
-        aims=sampling_aims(cfg, run.control.steps),
+    columns = metrics(
+        *SAMPLED_COLUMNS, "gflops", "params_m", "nfe",
+        **lower("rms_to_solution", "kept", "eps_rel_error"),
+    )  # fmt: skip
+    return held_out_comparison(
+        cfg,
+        variants,
+        columns,
+        sampling_aims(cfg, run.control.steps),
         # FLOPs count only the matrix products: an estimate of the speedup, not a bound
-        headline=HeadlineSpec(
+        HeadlineSpec(
             head_key(cfg),
             quality=FIDELITY,
             limit=dense["gflops"] / head["gflops"],
             limit_kind="estimate",
             memory_ratio=head["params_m"] / dense["params_m"],
         ),
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
         solution=run.solution,
     )
 
@@ -224,7 +212,7 @@ def measured(cfg: Config) -> tuple[SimpleNamespace, list[Any]]:
     return run, [measure_comparison(c) for c in comparisons]
 
 
-def measure(cfg: Config, staging: Path) -> Outcome:
+def measure(cfg: Config, staging: Path) -> compare.Outcome:
     """Sample (paired seeds) and time the models, time the layers and LoRA; write figures."""
 
     from .figures import budget_figure, error_vs_rank

@@ -36,24 +36,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from reference.harness import sizes
-from reference.harness.compare import (
-    Comparison,
-    HeadlineSpec,
-    Outcome,
-    QualityAim,
-    SpeedupAim,
-    Variant,
-)
-from reference.harness.compare import (
-    measure as measure_comparison,
-)
+from reference.harness import compare
+from reference.harness.builders import held_out_comparison, sizes
+from reference.harness.compare import HeadlineSpec, QualityAim, SpeedupAim, Variant
 from reference.harness.cost import latency_note
 from reference.harness.declared import SAMPLED_COLUMNS, lower, sampled_outcome
 from reference.harness.entry import integer
 from reference.harness.results import Figure, metrics, note
 from reference.harness.sampling import frozen
-from reference.harness.scores import held_out_score
 
 from .accounting import RoutingRecorder, active_parameters, flops_per_token
 from .figures import utilisation_figure
@@ -134,7 +124,7 @@ AIMS = (
 """Both sides of the MoE's claim, on paired-seed FDD ratios and round-bootstrap speedups."""
 
 
-def comparison(cfg: Config, models: Mapping[str, nn.Module]) -> Comparison:
+def comparison(cfg: Config, models: Mapping[str, nn.Module]) -> compare.Comparison:
     """The four zoo models on the same noise; the sparse MoE is the headline, judged against
     the dense model of equal active FLOPs (baseline) and of equal parameters (control)."""
     size = {name: _size(m) for name, m in models.items()}
@@ -150,18 +140,17 @@ def comparison(cfg: Config, models: Mapping[str, nn.Module]) -> Comparison:
         for name, m in models.items()
     )
     sparse, dense = size["moe_sparse"], size["moe_dense"]
-    return Comparison(
-        variants=variants,
-        metrics=metrics(
+    return held_out_comparison(
+        cfg,
+        variants,
+        metrics(
             *SAMPLED_COLUMNS,
             "params_m",
             **lower("active_params_m", unit="M"),
             **lower("mflops_per_token"),
         ),
-        score=held_out_score(cfg.n_quality),
-        seeds=cfg.seeds,
-        aims=AIMS,
-        headline=HeadlineSpec(
+        AIMS,
+        HeadlineSpec(
             "sparse",
             quality="fd_digits",
             # Equal FLOPs per token predict equal speed; FLOPs do not bound latency (gather,
@@ -170,8 +159,6 @@ def comparison(cfg: Config, models: Mapping[str, nn.Module]) -> Comparison:
             limit_kind="estimate",
             memory_ratio=sparse["params_m"] / dense["params_m"],
         ),
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
     )
 
 
@@ -181,16 +168,14 @@ def _notes(cfg: Config, m: Any, fractions: list[list[float]]) -> list:
     rows = {r.id: r.values for r in m.rows}
     d, w, s, ts = (rows[n.removeprefix("moe_")] for n in MODELS)
     sparse = CONFIGS["moe_sparse"]
+    by_model = {"dense": d, "wide": w, "moe": s, "ts": ts}
+    totals = {f"{k}_total": r["params_m"] for k, r in by_model.items()}
+    active = {f"{k}_active": r["active_params_m"] for k, r in by_model.items() if k != "wide"}
     return [
         note(
             "parameters",
-            dense_total=d["params_m"],
-            dense_active=d["active_params_m"],
-            wide_total=w["params_m"],
-            moe_total=s["params_m"],
-            moe_active=s["active_params_m"],
-            ts_total=ts["params_m"],
-            ts_active=ts["active_params_m"],
+            **totals,
+            **active,
             param_ratio=s["params_m"] / d["params_m"],
             flop_ratio=s["mflops_per_token"] / d["mflops_per_token"],
             wide_flop_ratio=w["mflops_per_token"] / s["mflops_per_token"],
@@ -218,13 +203,13 @@ def _measured(cfg: Config) -> tuple[Any, list[list[float]]]:
     models = {name: _load(name) for name in MODELS}
     recorder = RoutingRecorder(models["moe_sparse"])
     try:
-        m = measure_comparison(comparison(cfg, models))
+        m = compare.measure(comparison(cfg, models))
     finally:
         recorder.close()
     return m, recorder.fractions()
 
 
-def measure(cfg: Config, staging: Path) -> Outcome:
+def measure(cfg: Config, staging: Path) -> compare.Outcome:
     """Sample (paired seeds), time and count the four zoo models; write the figures."""
     from reference.harness import save_grid
 

@@ -16,6 +16,15 @@ from .structured import CRITERIA, PruneReport, calibration_batches, prune_unet
 from .unstructured import magnitude_prune, weight_sparsity
 
 
+def check_ranking(ratio: float, criterion: str, knob: str) -> None:
+    """One-line ``ValueError`` for a ``ratio`` outside [0, 1) or a ``criterion`` that is not one
+    of `CRITERIA` (called ``knob`` in the message)."""
+    if not 0.0 <= ratio < 1.0:
+        raise ValueError(f"pruning ratio must be in [0, 1), got {ratio}")
+    if criterion not in CRITERIA:
+        raise ValueError(f"unknown {knob} {criterion!r}; choose from {', '.join(CRITERIA)}")
+
+
 @dataclass(frozen=True)
 class PruningConfig:
     """What [`apply_pruning`][reference.pruning.api.apply_pruning] removes.
@@ -36,12 +45,7 @@ class PruningConfig:
     seed: int = 1
 
     def validate(self) -> None:
-        if not 0.0 <= self.ratio < 1.0:
-            raise ValueError(f"pruning ratio must be in [0, 1), got {self.ratio}")
-        if self.criterion not in CRITERIA:
-            raise ValueError(
-                f"unknown pruning criterion {self.criterion!r}; choose from {', '.join(CRITERIA)}"
-            )
+        check_ranking(self.ratio, self.criterion, "pruning criterion")
         if self.calibration_batches < 1 or self.calibration_batch < 1 or self.t_max < 1:
             raise ValueError("calibration_batches, calibration_batch and t_max must be >= 1")
 

@@ -53,22 +53,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reference.harness import sizes
-from reference.harness.compare import (
-    Comparison,
-    HeadlineSpec,
-    Measured,
-    Outcome,
-    QualityAim,
-    SpeedupAim,
-    Variant,
-)
-from reference.harness.compare import measure as measure_comparison
+from reference.harness import compare, sizes
+from reference.harness.builders import held_out_comparison
+from reference.harness.compare import HeadlineSpec, QualityAim, SpeedupAim, Variant
 from reference.harness.cost import latency_note
 from reference.harness.declared import SAMPLED_COLUMNS, higher, lower, sampled_outcome
 from reference.harness.entry import integer, names, reals
 from reference.harness.results import Figure, Note, metrics, note
-from reference.harness.scores import held_out_score
 from reference.harness.seeds import quality_note
 
 from .measure import (
@@ -148,25 +139,20 @@ def variant(net: Network, cfg: Config) -> Variant:
     )
 
 
-def comparison(cfg: Config, nets: list[Network]) -> Comparison:
+def comparison(cfg: Config, nets: list[Network]) -> compare.Comparison:
     """Every row on the same noise, scored on the held-out digits and against the teacher's
     converged solution (1); the fine-tuned prune is the headline, judged on FDD."""
     by_id = {n.id: n for n in nets}
     head, teacher = by_id[HEAD].facts, by_id["teacher"]
-    return Comparison(
-        variants=tuple(variant(n, cfg) for n in nets),
-        metrics=metrics(
-            *SAMPLED_COLUMNS,
-            "nfe",
-            "gflops",
-            "params_m",
-            **lower("flops_ratio"),
-            **higher("sparsity"),
-        ),
-        score=held_out_score(cfg.n_quality),
-        seeds=cfg.seeds,
-        aims=aims(cfg.steps, by_id["fewer-steps"].steps),
-        headline=HeadlineSpec(
+    columns = metrics(
+        *SAMPLED_COLUMNS, "nfe", "gflops", "params_m", **lower("flops_ratio"), **higher("sparsity")
+    )
+    return held_out_comparison(
+        cfg,
+        [variant(n, cfg) for n in nets],
+        columns,
+        aims(cfg.steps, by_id["fewer-steps"].steps),
+        HeadlineSpec(
             HEAD,
             quality="fd_digits",
             # FLOPs count products and convolutions only: the inverse ratio is an estimate
@@ -174,13 +160,11 @@ def comparison(cfg: Config, nets: list[Network]) -> Comparison:
             limit_kind="estimate",
             memory_ratio=head["params_m"] / teacher.facts["params_m"],
         ),
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
         solution=solution_of(teacher.net, cfg.n_quality, cfg.solution_steps),
     )
 
 
-def _one_shot_note(m: Measured, cfg: Config) -> Note:
+def _one_shot_note(m: compare.Measured, cfg: Config) -> Note:
     """The best one-shot row's fidelity (1) and FDD beside the teacher's."""
     rows = {r.id: r.values for r in m.rows}
     one_shot = [f"{c}-{r}" for r in cfg.ratios for c in cfg.criteria]
@@ -195,7 +179,7 @@ def _one_shot_note(m: Measured, cfg: Config) -> Note:
     )
 
 
-def _notes(m: Measured, cfg: Config) -> list[Note]:
+def _notes(m: compare.Measured, cfg: Config) -> list[Note]:
     from reference import zoo
 
     rows = {r.id: r.values for r in m.rows}
@@ -239,12 +223,12 @@ def _notes(m: Measured, cfg: Config) -> list[Note]:
     return notes
 
 
-def _measured(cfg: Config) -> tuple[Measured, list[Network]]:
+def _measured(cfg: Config) -> tuple[compare.Measured, list[Network]]:
     nets = networks(cfg)
-    return measure_comparison(comparison(cfg, nets)), nets
+    return compare.measure(comparison(cfg, nets)), nets
 
 
-def measure(cfg: Config, staging: Path) -> Outcome:
+def measure(cfg: Config, staging: Path) -> compare.Outcome:
     """Sample (paired seeds), score, time and count every row; write the two figures."""
 
     m, nets = _measured(cfg)

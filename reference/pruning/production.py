@@ -80,7 +80,8 @@ from torch.nn import functional as F
 from reference.harness.production import UnsupportedModel, denoiser, require
 from reference.zoo.shapes import example_inputs
 
-from .structured import CRITERIA, head_dims, importance, sync_diffusers_attributes
+from .api import check_ranking
+from .structured import head_dims, importance, sync_diffusers_attributes
 
 SUPPORTED = ("UNet2DModel", "UNet2DConditionModel")
 TECHNIQUE = "structured pruning"
@@ -124,12 +125,7 @@ class StructuredPruningConfig:
 
     def validate(self) -> None:
         """One-line ``ValueError`` for a knob out of range."""
-        if not 0.0 <= self.ratio < 1.0:
-            raise ValueError(f"pruning ratio must be in [0, 1), got {self.ratio}")
-        if self.importance not in CRITERIA:
-            raise ValueError(
-                f"unknown importance {self.importance!r}; choose from {', '.join(CRITERIA)}"
-            )
+        check_ranking(self.ratio, self.importance, "importance")
         if min(self.calibration_steps, self.calibration_batch, self.t_max) < 1:
             raise ValueError("calibration_steps, calibration_batch and t_max must be >= 1")
 

@@ -64,19 +64,12 @@ from pathlib import Path
 
 import torch
 
-from reference.harness import sizes
-from reference.harness.compare import (
-    Comparison,
-    HeadlineSpec,
-    Measured,
-    Outcome,
-    QualityAim,
-    Variant,
-)
-from reference.harness.compare import measure as measure_comparison
+from reference.harness import compare
+from reference.harness.builders import held_out_comparison, sizes
+from reference.harness.compare import HeadlineSpec, QualityAim, Variant
 from reference.harness.declared import sampled_outcome
 from reference.harness.results import Figure, metrics
-from reference.harness.scores import QUALITY_METRICS, held_out_score
+from reference.harness.scores import QUALITY_METRICS
 
 from .config import (
     BASELINE,
@@ -163,36 +156,33 @@ def aims(cfg: Config) -> tuple[QualityAim, ...]:
 
 def comparison(
     cfg: Config, teacher: torch.nn.Module, students: Mapping[int, torch.nn.Module]
-) -> Comparison:
+) -> compare.Comparison:
     """The rows on paired seeds, scored on the held-out digits, timed interleaved."""
-    return Comparison(
-        variants=variants(cfg, teacher, students),
-        metrics=metrics("latency_ms", "speedup", *QUALITY_METRICS, "nfe"),
-        score=held_out_score(cfg.n_quality),
-        seeds=cfg.seeds,
-        aims=aims(cfg),
-        headline=HeadlineSpec(
+    return held_out_comparison(
+        cfg,
+        variants(cfg, teacher, students),
+        metrics("latency_ms", "speedup", *QUALITY_METRICS, "nfe"),
+        aims(cfg),
+        HeadlineSpec(
             f"student{cfg.headline_steps}",
             quality="fd_digits",
             limit=nfe_ratio,  # (3), counted in this run
             limit_kind="estimate",
         ),
-        repeats=cfg.repeats,
-        warmup=cfg.warmup,
     )
 
 
-def _measured(cfg: Config) -> Measured:
+def _measured(cfg: Config) -> compare.Measured:
     from reference import zoo
     from reference.harness.sampling import frozen
 
     from .students import load_student
 
     students = {n: frozen(load_student(n)) for n in cfg.steps}
-    return measure_comparison(comparison(cfg, frozen(zoo.load_teacher()), students))
+    return compare.measure(comparison(cfg, frozen(zoo.load_teacher()), students))
 
 
-def measure(cfg: Config, staging: Path) -> Outcome:
+def measure(cfg: Config, staging: Path) -> compare.Outcome:
     """Sample (paired seeds), score, count and time every row; write the figures."""
     from reference.harness.scores import real_row
 
