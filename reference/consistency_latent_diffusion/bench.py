@@ -57,8 +57,8 @@ from typing import Any
 
 import torch
 
-from reference.harness import compare
-from reference.harness.builders import held_out_comparison, sizes
+from reference.harness import compare, sizes
+from reference.harness.builders import held_out_comparison
 from reference.harness.compare import HeadlineSpec, QualityAim, Variant
 from reference.harness.declared import sampled_outcome
 from reference.harness.entry import integer, integers

@@ -234,7 +234,7 @@ def _unet_forward(
     read_timestep = adapters.timestep_reader(unet)
 
     def forward(*args: Any, **kwargs: Any) -> Any:
-        adapters.refuse_kwargs(kwargs, RESIDUAL_KWARGS, "DeepCache")
+        adapters.refuse_kwargs(kwargs, RESIDUAL_KWARGS, "DeepCache", " (ControlNet/adapter)")
         k = handle.begin_call(read_timestep(args, kwargs))
         sample = kwargs.get("sample", args[0] if args else None)
         kept.cached_call = k % interval != 0 and kept.fits(sample)  # (3)

@@ -221,9 +221,12 @@ def timestep_reader(model: nn.Module) -> Callable[[tuple[Any, ...], dict[str, An
     return read
 
 
-def refuse_kwargs(kwargs: dict[str, Any], names: Iterable[str], technique: str) -> None:
+def refuse_kwargs(
+    kwargs: dict[str, Any], names: Iterable[str], technique: str, what: str = ""
+) -> None:
     """``ValueError``, one line, naming the first of ``names`` that a call passes (not ``None``):
-    an argument the technique cannot serve (a ControlNet residual, a layer skip)."""
+    an argument the technique cannot serve (a ControlNet residual, a layer skip); ``what`` says
+    what such an argument is, in the message."""
     for name in names:
         if kwargs.get(name) is not None:
-            raise ValueError(f"{technique}: {name} is not supported")
+            raise ValueError(f"{technique}: {name}{what} is not supported")

@@ -36,8 +36,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from reference.harness import compare
-from reference.harness.builders import held_out_comparison, sizes
+from reference.harness import compare, sizes
+from reference.harness.builders import held_out_comparison
 from reference.harness.compare import HeadlineSpec, QualityAim, SpeedupAim, Variant
 from reference.harness.cost import latency_note
 from reference.harness.declared import SAMPLED_COLUMNS, lower, sampled_outcome
